@@ -1,0 +1,13 @@
+// Thread-local grad mode flag.
+#include "framework/autograd/grad_mode.h"
+
+namespace rota {
+
+namespace {
+thread_local bool g_grad_enabled = true;
+}
+
+bool grad_enabled() { return g_grad_enabled; }
+void set_grad_enabled(bool enabled) { g_grad_enabled = enabled; }
+
+}  // namespace rota

@@ -1,0 +1,51 @@
+// Node and AccumulateGrad: running a recorded op's backward and summing into leaves.
+#include "framework/autograd/node.h"
+
+#include "framework/autograd/variable.h"
+#include "framework/backend/elementwise.h"
+
+namespace rota {
+
+Node::Node(std::string name, std::vector<Edge> next_edges, BackwardFn backward,
+           std::vector<Shape> output_shapes, DType dtype)
+    : name_(std::move(name)),
+      next_edges_(std::move(next_edges)),
+      backward_(std::move(backward)),
+      output_shapes_(std::move(output_shapes)),
+      dtype_(dtype) {}
+
+std::vector<Tensor> Node::apply(std::vector<Tensor> grad_outputs) {
+  ROTA_CHECK(!released_,
+             "backward: the graph through '{}' was already freed by an earlier backward; "
+             "pass retain_graph=true to the first backward to run it twice",
+             name_);
+  for (int i = 0; i < num_outputs(); ++i) {
+    if (!grad_outputs[i].defined()) grad_outputs[i] = zeros(output_shapes_[i], dtype_);
+  }
+  return backward_(grad_outputs);
+}
+
+void Node::release() {
+  backward_ = nullptr;
+  released_ = true;
+}
+
+AccumulateGrad::AccumulateGrad(std::shared_ptr<VariableImpl> leaf)
+    : Node("AccumulateGrad", {}, nullptr, {leaf->data.shape()}, leaf->data.dtype()),
+      leaf_(leaf) {}
+
+std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor> grad_outputs) {
+  auto leaf = leaf_.lock();
+  if (!leaf || !grad_outputs[0].defined()) return {};
+  const Tensor& g = grad_outputs[0];
+  if (!leaf->grad.defined()) {
+    // Own a private copy: the incoming tensor may be shared with other gradients, and
+    // optimizers and clipping modify .grad in place.
+    leaf->grad = g.clone();
+  } else {
+    backend::add_inplace(leaf->grad, g);
+  }
+  return {};
+}
+
+}  // namespace rota

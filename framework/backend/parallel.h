@@ -1,0 +1,44 @@
+// Threading set-up (OpenMP thread count, denormal flushing) and the parallel-for helper.
+#pragma once
+
+#include <cstdint>
+
+#include <omp.h>
+
+namespace rota::backend {
+
+/// Work below this many elements runs on one thread: forking costs more than it saves.
+constexpr int64_t kParallelGrain = 32768;
+
+/// Flushes denormals to zero (FTZ/DAZ) on this thread. Called by init_runtime() for the
+/// main thread and at the start of every parallel region helper below.
+void flush_denormals();
+/// One-time runtime set-up: FTZ/DAZ on every OpenMP thread; returns the thread count.
+/// Threads come from OMP_NUM_THREADS (default: all cores).
+int init_runtime();
+/// Number of threads kernels will use.
+int num_threads();
+/// Sets the number of threads kernels will use.
+void set_num_threads(int n);
+
+/// Runs f(begin, end) over [0, n) split statically into one contiguous range per thread;
+/// serially when n * cost_per_item < kParallelGrain.
+template <typename F>
+void parallel_for(int64_t n, int64_t cost_per_item, F&& f) {
+  if (n <= 0) return;
+  if (n * cost_per_item < kParallelGrain || n == 1) {
+    f(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel
+  {
+    const int nt = omp_get_num_threads();
+    const int id = omp_get_thread_num();
+    const int64_t chunk = (n + nt - 1) / nt;
+    const int64_t begin = static_cast<int64_t>(id) * chunk;
+    const int64_t end = begin + chunk < n ? begin + chunk : n;
+    if (begin < end) f(begin, end);
+  }
+}
+
+}  // namespace rota::backend

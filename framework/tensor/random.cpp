@@ -1,0 +1,105 @@
+// xoshiro256** generator and random tensor factories.
+#include "framework/tensor/random.h"
+
+#include <cmath>
+#include <vector>
+
+namespace rota {
+
+namespace {
+
+uint64_t splitmix64(uint64_t& x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+}  // namespace
+
+Generator::Generator(uint64_t seed) {
+  uint64_t x = seed;
+  for (auto& word : state_) word = splitmix64(x);
+}
+
+uint64_t Generator::next_u64() {
+  // xoshiro256** (Blackman & Vigna): period 2^256 - 1, passes BigCrush.
+  const uint64_t result = rotl(state_[1] * 5, 7) * 9;
+  const uint64_t t = state_[1] << 17;
+  state_[2] ^= state_[0];
+  state_[3] ^= state_[1];
+  state_[1] ^= state_[2];
+  state_[0] ^= state_[3];
+  state_[2] ^= t;
+  state_[3] = rotl(state_[3], 45);
+  return result;
+}
+
+double Generator::next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+
+float Generator::next_float() { return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f; }
+
+uint64_t Generator::next_below(uint64_t n) {
+  ROTA_CHECK(n > 0, "next_below: n must be positive");
+  // Rejection sampling: discard the top partial block so every residue is equally likely.
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+  uint64_t x;
+  do {
+    x = next_u64();
+  } while (x >= limit);
+  return x % n;
+}
+
+double Generator::next_normal() {
+  double u1 = next_double();
+  const double u2 = next_double();
+  if (u1 < 1e-300) u1 = 1e-300;
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
+}
+
+Generator Generator::split() {
+  Generator child(0);
+  uint64_t x = next_u64();
+  for (auto& word : child.state_) word = splitmix64(x);
+  return child;
+}
+
+Tensor rand(const Shape& shape, Generator& gen, double low, double high, DType dtype) {
+  ROTA_CHECK(is_floating(dtype), "rand: dtype {} is not floating", dtype_name(dtype));
+  std::vector<double> values(shape_numel(shape));
+  for (auto& v : values) v = low + (high - low) * gen.next_double();
+  return tensor_from(values, shape, dtype);
+}
+
+Tensor randn(const Shape& shape, Generator& gen, double mean, double stddev, DType dtype) {
+  ROTA_CHECK(is_floating(dtype), "randn: dtype {} is not floating", dtype_name(dtype));
+  std::vector<double> values(shape_numel(shape));
+  for (auto& v : values) v = mean + stddev * gen.next_normal();
+  return tensor_from(values, shape, dtype);
+}
+
+Tensor randint(const Shape& shape, Generator& gen, int64_t low, int64_t high, DType dtype) {
+  ROTA_CHECK(high > low, "randint: empty range [{}, {})", low, high);
+  std::vector<double> values(shape_numel(shape));
+  for (auto& v : values) {
+    v = static_cast<double>(low + static_cast<int64_t>(gen.next_below(high - low)));
+  }
+  return tensor_from(values, shape, dtype);
+}
+
+Tensor randperm(int64_t n, Generator& gen) {
+  Tensor out = Tensor::empty({n}, DType::kI64);
+  int64_t* p = out.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) p[i] = i;
+  for (int64_t i = n - 1; i > 0; --i) {
+    const int64_t j = static_cast<int64_t>(gen.next_below(static_cast<uint64_t>(i + 1)));
+    std::swap(p[i], p[j]);
+  }
+  return out;
+}
+
+}  // namespace rota

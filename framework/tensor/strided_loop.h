@@ -1,0 +1,63 @@
+// Iteration over the element offsets of strided tensors (innermost dim fastest).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "framework/tensor/shape.h"
+
+namespace rota {
+
+/// Calls f(offset) for every element of a tensor with this shape and these strides, row-major.
+template <typename F>
+void for_each_strided(const Shape& shape, const Strides& strides, F&& f) {
+  const int64_t n = shape_numel(shape);
+  if (n == 0) return;
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  if (nd == 0) {
+    f(int64_t{0});
+    return;
+  }
+  std::vector<int64_t> index(nd, 0);
+  const int64_t inner = shape[nd - 1];
+  const int64_t inner_stride = strides[nd - 1];
+  int64_t base = 0;
+  for (int64_t done = 0; done < n; done += inner) {
+    for (int64_t i = 0; i < inner; ++i) f(base + i * inner_stride);
+    for (int64_t d = nd - 2; d >= 0; --d) {
+      base += strides[d];
+      if (++index[d] < shape[d]) break;
+      base -= strides[d] * shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+/// Calls f(offset_a, offset_b) for two tensors of the same shape with their own strides.
+template <typename F>
+void for_each_strided_pair(const Shape& shape, const Strides& sa, const Strides& sb, F&& f) {
+  const int64_t n = shape_numel(shape);
+  if (n == 0) return;
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  if (nd == 0) {
+    f(int64_t{0}, int64_t{0});
+    return;
+  }
+  std::vector<int64_t> index(nd, 0);
+  const int64_t inner = shape[nd - 1];
+  int64_t base_a = 0;
+  int64_t base_b = 0;
+  for (int64_t done = 0; done < n; done += inner) {
+    for (int64_t i = 0; i < inner; ++i) f(base_a + i * sa[nd - 1], base_b + i * sb[nd - 1]);
+    for (int64_t d = nd - 2; d >= 0; --d) {
+      base_a += sa[d];
+      base_b += sb[d];
+      if (++index[d] < shape[d]) break;
+      base_a -= sa[d] * shape[d];
+      base_b -= sb[d] * shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace rota

@@ -1,0 +1,428 @@
+// Tensor views, copies, conversions and element access.
+#include "framework/tensor/tensor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "framework/tensor/strided_loop.h"
+
+namespace rota {
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) {
+  for (int64_t d : shape) ROTA_CHECK(d >= 0, "empty: negative size in shape {}", shape_str(shape));
+  auto storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) *
+                                           dtype_size(dtype));
+  return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
+}
+
+Tensor::Tensor(StoragePtr storage, Shape shape, Strides strides, int64_t offset, DType dtype)
+    : storage_(std::move(storage)),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)),
+      offset_(offset),
+      dtype_(dtype) {}
+
+int64_t Tensor::size(int64_t d) const { return shape_[normalize_axis(d, dim(), "size")]; }
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (int64_t i = dim() - 1; i >= 0; --i) {
+    if (shape_[i] == 1) continue;
+    if (strides_[i] != expected) return false;
+    expected *= shape_[i];
+  }
+  return true;
+}
+
+void* Tensor::raw_data() const {
+  ROTA_CHECK(defined(), "raw_data: tensor is undefined");
+  return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(dtype_size(dtype_));
+}
+
+namespace {
+
+// Resolves a single -1 in a requested shape against numel.
+Shape infer_shape(const Shape& requested, int64_t numel, const char* op, const Shape& from) {
+  Shape shape = requested;
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      ROTA_CHECK(infer < 0, "{}: more than one -1 in {}", op, shape_str(requested));
+      infer = static_cast<int>(i);
+    } else {
+      ROTA_CHECK(shape[i] >= 0, "{}: negative size in {}", op, shape_str(requested));
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) {
+    ROTA_CHECK(known != 0 && numel % known == 0, "{}: cannot view {} as {}", op, shape_str(from),
+               shape_str(requested));
+    shape[infer] = numel / known;
+  }
+  ROTA_CHECK(shape_numel(shape) == numel, "{}: cannot view {} ({} elements) as {}", op,
+             shape_str(from), numel, shape_str(requested));
+  return shape;
+}
+
+// Strides for viewing (shape, strides) as new_shape without copying, or false if impossible.
+// Walks groups of old dims that multiply to groups of new dims; each old group must be
+// contiguous within itself.
+bool view_strides(const Shape& shape, const Strides& strides, const Shape& new_shape,
+                  Strides* out) {
+  Shape old_shape;
+  Strides old_strides;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] != 1) {
+      old_shape.push_back(shape[i]);
+      old_strides.push_back(strides[i]);
+    }
+  }
+  out->assign(new_shape.size(), 0);
+  size_t oi = 0;
+  size_t ni = 0;
+  while (ni < new_shape.size()) {
+    if (new_shape[ni] == 1) {
+      (*out)[ni] = 1;
+      ++ni;
+      continue;
+    }
+    if (oi >= old_shape.size()) return false;
+    // Gather a chunk of old dims and new dims with equal products.
+    int64_t old_prod = old_shape[oi];
+    size_t oj = oi;
+    size_t nj = ni;
+    int64_t new_prod = new_shape[ni];
+    while (old_prod != new_prod) {
+      if (old_prod < new_prod) {
+        ++oj;
+        if (oj >= old_shape.size()) return false;
+        if (old_strides[oj - 1] != old_strides[oj] * old_shape[oj]) return false;
+        old_prod *= old_shape[oj];
+      } else {
+        ++nj;
+        if (nj >= new_shape.size()) return false;
+        new_prod *= new_shape[nj];
+      }
+    }
+    // Assign strides to new dims ni..nj from the innermost old stride.
+    int64_t stride = old_strides[oj];
+    for (size_t k = nj + 1; k-- > ni;) {
+      (*out)[k] = stride;
+      stride *= new_shape[k];
+    }
+    oi = oj + 1;
+    ni = nj + 1;
+  }
+  return oi == old_shape.size();
+}
+
+}  // namespace
+
+Tensor Tensor::view(const Shape& requested) const {
+  const Shape shape = infer_shape(requested, numel(), "view", shape_);
+  Strides strides;
+  if (numel() == 0) {
+    strides = contiguous_strides(shape);
+  } else {
+    ROTA_CHECK(view_strides(shape_, strides_, shape, &strides),
+               "view: cannot view {} with strides {} as {} without a copy (use reshape)",
+               shape_str(shape_), shape_str(strides_), shape_str(shape));
+  }
+  return Tensor(storage_, shape, strides, offset_, dtype_);
+}
+
+Tensor Tensor::reshape(const Shape& requested) const {
+  const Shape shape = infer_shape(requested, numel(), "reshape", shape_);
+  Strides strides;
+  if (numel() != 0 && view_strides(shape_, strides_, shape, &strides)) {
+    return Tensor(storage_, shape, strides, offset_, dtype_);
+  }
+  return contiguous().view(shape);
+}
+
+Tensor Tensor::permute(const std::vector<int64_t>& order) const {
+  ROTA_CHECK(static_cast<int64_t>(order.size()) == dim(), "permute: order has {} entries for {} dims",
+             order.size(), dim());
+  Shape shape(dim());
+  Strides strides(dim());
+  std::vector<bool> seen(dim(), false);
+  for (int64_t i = 0; i < dim(); ++i) {
+    const int64_t a = normalize_axis(order[i], dim(), "permute");
+    ROTA_CHECK(!seen[a], "permute: axis {} repeated", a);
+    seen[a] = true;
+    shape[i] = shape_[a];
+    strides[i] = strides_[a];
+  }
+  return Tensor(storage_, shape, strides, offset_, dtype_);
+}
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  std::vector<int64_t> order(dim());
+  for (int64_t i = 0; i < dim(); ++i) order[i] = i;
+  std::swap(order[normalize_axis(d0, dim(), "transpose")],
+            order[normalize_axis(d1, dim(), "transpose")]);
+  return permute(order);
+}
+
+Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  const int64_t a = normalize_axis(d, dim(), "slice");
+  ROTA_CHECK(step > 0, "slice: step must be positive, got {}", step);
+  const int64_t n = shape_[a];
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  Shape shape = shape_;
+  Strides strides = strides_;
+  shape[a] = (end - start + step - 1) / step;
+  strides[a] = strides_[a] * step;
+  return Tensor(storage_, shape, strides, offset_ + start * strides_[a], dtype_);
+}
+
+Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  const int64_t a = normalize_axis(d, dim(), "narrow");
+  ROTA_CHECK(start >= 0 && length >= 0 && start + length <= shape_[a],
+             "narrow: [{}, {}) out of range for dim {} of {}", start, start + length, a,
+             shape_str(shape_));
+  return slice(a, start, start + length);
+}
+
+Tensor Tensor::expand(const Shape& shape) const {
+  ROTA_CHECK(shape.size() >= shape_.size(), "expand: cannot expand {} to {}", shape_str(shape_),
+             shape_str(shape));
+  const size_t lead = shape.size() - shape_.size();
+  Strides strides(shape.size(), 0);
+  for (size_t i = 0; i < shape_.size(); ++i) {
+    const int64_t target = shape[lead + i];
+    if (shape_[i] == target) {
+      strides[lead + i] = strides_[i];
+    } else {
+      ROTA_CHECK(shape_[i] == 1, "expand: cannot expand {} to {}", shape_str(shape_),
+                 shape_str(shape));
+      strides[lead + i] = 0;
+    }
+  }
+  return Tensor(storage_, shape, strides, offset_, dtype_);
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  const int64_t a = normalize_axis(d, dim() + 1, "unsqueeze");
+  Shape shape = shape_;
+  Strides strides = strides_;
+  const int64_t stride = a < dim() ? strides_[a] * shape_[a] : 1;
+  shape.insert(shape.begin() + a, 1);
+  strides.insert(strides.begin() + a, stride);
+  return Tensor(storage_, shape, strides, offset_, dtype_);
+}
+
+Tensor Tensor::squeeze(int64_t d) const {
+  const int64_t a = normalize_axis(d, dim(), "squeeze");
+  ROTA_CHECK(shape_[a] == 1, "squeeze: dim {} of {} has size {}, not 1", a, shape_str(shape_),
+             shape_[a]);
+  Shape shape = shape_;
+  Strides strides = strides_;
+  shape.erase(shape.begin() + a);
+  strides.erase(strides.begin() + a);
+  return Tensor(storage_, shape, strides, offset_, dtype_);
+}
+
+Tensor Tensor::contiguous() const {
+  ROTA_CHECK(defined(), "contiguous: tensor is undefined");
+  if (is_contiguous()) return *this;
+  return clone();
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = Tensor::empty(shape_, dtype_);
+  out.copy_from(*this);
+  return out;
+}
+
+Tensor Tensor::to(DType dtype) const {
+  if (dtype == dtype_) return *this;
+  Tensor out = Tensor::empty(shape_, dtype);
+  out.copy_from(*this);
+  return out;
+}
+
+namespace {
+
+template <typename T>
+double load_as_double(const T* p) {
+  if constexpr (std::is_same_v<T, BF16>) {
+    return bf16_to_float(*p);
+  } else {
+    return static_cast<double>(*p);
+  }
+}
+
+template <typename T>
+T from_double(double v) {
+  if constexpr (std::is_same_v<T, BF16>) {
+    return float_to_bf16(static_cast<float>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+template <typename Dst, typename Src>
+Dst convert(Src v) {
+  if constexpr (std::is_same_v<Dst, Src>) {
+    return v;
+  } else if constexpr (std::is_same_v<Src, BF16>) {
+    return static_cast<Dst>(bf16_to_float(v));
+  } else if constexpr (std::is_same_v<Dst, BF16>) {
+    return float_to_bf16(static_cast<float>(v));
+  } else {
+    return static_cast<Dst>(v);
+  }
+}
+
+template <typename F>
+void dispatch_all(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kF32: f(float{}); break;
+    case DType::kF64: f(double{}); break;
+    case DType::kBF16: f(BF16{}); break;
+    case DType::kI32: f(int32_t{}); break;
+    case DType::kI64: f(int64_t{}); break;
+  }
+}
+
+}  // namespace
+
+void Tensor::copy_from(const Tensor& src) {
+  ROTA_CHECK(defined() && src.defined(), "copy_from: undefined tensor");
+  ROTA_CHECK(src.shape() == shape_, "copy_from: shape {} into {}", shape_str(src.shape()),
+             shape_str(shape_));
+  if (numel() == 0) return;
+  if (dtype_ == src.dtype() && is_contiguous() && src.is_contiguous()) {
+    std::memmove(raw_data(), src.raw_data(), nbytes());
+    return;
+  }
+  dispatch_all(dtype_, [&](auto dst_tag) {
+    using D = decltype(dst_tag);
+    dispatch_all(src.dtype(), [&](auto src_tag) {
+      using S = decltype(src_tag);
+      D* dst = data<D>();
+      const S* s = src.data<S>();
+      for_each_strided_pair(shape_, strides_, src.strides(), [&](int64_t od, int64_t os) {
+        dst[od] = convert<D>(s[os]);
+      });
+    });
+  });
+}
+
+void Tensor::fill(double value) {
+  dispatch_all(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    const T v = from_double<T>(value);
+    T* p = data<T>();
+    for_each_strided(shape_, strides_, [&](int64_t o) { p[o] = v; });
+  });
+}
+
+double Tensor::item() const {
+  ROTA_CHECK(numel() == 1, "item: tensor of shape {} has {} elements, not 1", shape_str(shape_),
+             numel());
+  double out = 0;
+  dispatch_all(dtype_, [&](auto tag) { out = load_as_double(data<decltype(tag)>()); });
+  return out;
+}
+
+namespace {
+int64_t element_offset(const Shape& shape, const Strides& strides,
+                       const std::vector<int64_t>& index) {
+  ROTA_CHECK(index.size() == shape.size(), "at: index has {} entries for shape {}", index.size(),
+             shape_str(shape));
+  int64_t off = 0;
+  for (size_t i = 0; i < index.size(); ++i) {
+    ROTA_CHECK(index[i] >= 0 && index[i] < shape[i], "at: index {} out of range for shape {}",
+               index[i], shape_str(shape));
+    off += index[i] * strides[i];
+  }
+  return off;
+}
+}  // namespace
+
+double Tensor::at(const std::vector<int64_t>& index) const {
+  const int64_t off = element_offset(shape_, strides_, index);
+  double out = 0;
+  dispatch_all(dtype_, [&](auto tag) { out = load_as_double(data<decltype(tag)>() + off); });
+  return out;
+}
+
+void Tensor::set(const std::vector<int64_t>& index, double value) {
+  const int64_t off = element_offset(shape_, strides_, index);
+  dispatch_all(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    data<T>()[off] = from_double<T>(value);
+  });
+}
+
+std::vector<double> Tensor::to_double_vector() const {
+  std::vector<double> out;
+  out.reserve(numel());
+  dispatch_all(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = data<T>();
+    for_each_strided(shape_, strides_, [&](int64_t o) { out.push_back(load_as_double(p + o)); });
+  });
+  return out;
+}
+
+std::string Tensor::to_string(int64_t max_elements) const {
+  if (!defined()) return "Tensor(undefined)";
+  std::string s = fmt::format("Tensor({}, {}, [", dtype_name(dtype_), shape_str(shape_));
+  const std::vector<double> values = to_double_vector();
+  const int64_t n = std::min<int64_t>(max_elements, static_cast<int64_t>(values.size()));
+  for (int64_t i = 0; i < n; ++i) s += fmt::format("{}{:.6g}", i ? ", " : "", values[i]);
+  if (n < static_cast<int64_t>(values.size())) s += ", ...";
+  return s + "])";
+}
+
+Tensor tensor_from(const std::vector<double>& values, const Shape& shape, DType dtype) {
+  ROTA_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape),
+             "tensor_from: {} values for shape {}", values.size(), shape_str(shape));
+  Tensor out = Tensor::empty(shape, dtype);
+  dispatch_all(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = out.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = from_double<T>(values[i]);
+  });
+  return out;
+}
+
+Tensor full(const Shape& shape, double value, DType dtype) {
+  Tensor out = Tensor::empty(shape, dtype);
+  out.fill(value);
+  return out;
+}
+
+Tensor zeros(const Shape& shape, DType dtype) {
+  Tensor out = Tensor::empty(shape, dtype);
+  if (out.nbytes() > 0) std::memset(out.raw_data(), 0, out.nbytes());
+  return out;
+}
+
+Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+
+Tensor arange(double start, double end, double step, DType dtype) {
+  ROTA_CHECK(step != 0, "arange: step is zero");
+  const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end - start) / step)));
+  std::vector<double> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = start + static_cast<double>(i) * step;
+  return tensor_from(values, {n}, dtype);
+}
+
+Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
+
+Tensor empty_like(const Tensor& t) { return Tensor::empty(t.shape(), t.dtype()); }
+
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
+
+}  // namespace rota
