@@ -28,18 +28,24 @@ std::vector<UnaryCase> unary_cases() {
   const double kPi = 3.14159265358979323846;
   return {
       {"neg", [](const Variable& x) { return neg(x); }, [](double x) { return -x; }, -2, 2},
-      {"exp", [](const Variable& x) { return exp(x); }, [](double x) { return std::exp(x); }, -2, 2},
-      {"log", [](const Variable& x) { return log(x); }, [](double x) { return std::log(x); }, 0.2, 3},
-      {"sqrt", [](const Variable& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); }, 0.2, 3},
+      {"exp", [](const Variable& x) { return exp(x); }, [](double x) { return std::exp(x); }, -2,
+       2},
+      {"log", [](const Variable& x) { return log(x); }, [](double x) { return std::log(x); }, 0.2,
+       3},
+      {"sqrt", [](const Variable& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); },
+       0.2, 3},
       {"rsqrt", [](const Variable& x) { return rsqrt(x); },
        [](double x) { return 1 / std::sqrt(x); }, 0.2, 3},
-      {"abs", [](const Variable& x) { return abs(x); }, [](double x) { return std::abs(x); }, -2, 2},
-      {"square", [](const Variable& x) { return square(x); }, [](double x) { return x * x; }, -2, 2},
-      {"tanh", [](const Variable& x) { return tanh(x); }, [](double x) { return std::tanh(x); }, -2, 2},
+      {"abs", [](const Variable& x) { return abs(x); }, [](double x) { return std::abs(x); }, -2,
+       2},
+      {"square", [](const Variable& x) { return square(x); }, [](double x) { return x * x; }, -2,
+       2},
+      {"tanh", [](const Variable& x) { return tanh(x); }, [](double x) { return std::tanh(x); }, -2,
+       2},
       {"sigmoid", [](const Variable& x) { return sigmoid(x); },
        [](double x) { return 1 / (1 + std::exp(-x)); }, -3, 3},
-      {"relu", [](const Variable& x) { return relu(x); },
-       [](double x) { return x > 0 ? x : 0; }, -2, 2},
+      {"relu", [](const Variable& x) { return relu(x); }, [](double x) { return x > 0 ? x : 0; },
+       -2, 2},
       {"elu", [](const Variable& x) { return elu(x, 0.7); },
        [](double x) { return x > 0 ? x : 0.7 * (std::exp(x) - 1); }, -2, 2},
       {"one_plus_elu", [](const Variable& x) { return one_plus_elu(x); },
@@ -53,14 +59,20 @@ std::vector<UnaryCase> unary_cases() {
        -3, 3},
       {"silu", [](const Variable& x) { return silu(x); },
        [](double x) { return x / (1 + std::exp(-x)); }, -3, 3},
-      {"sin", [](const Variable& x) { return sin(x); }, [](double x) { return std::sin(x); }, -3, 3},
-      {"cos", [](const Variable& x) { return cos(x); }, [](double x) { return std::cos(x); }, -3, 3},
+      {"sin", [](const Variable& x) { return sin(x); }, [](double x) { return std::sin(x); }, -3,
+       3},
+      {"cos", [](const Variable& x) { return cos(x); }, [](double x) { return std::cos(x); }, -3,
+       3},
       {"pow_scalar", [](const Variable& x) { return pow_scalar(x, 2.5); },
        [](double x) { return std::pow(x, 2.5); }, 0.2, 2},
-      {"add_scalar", [](const Variable& x) { return x + 1.5; }, [](double x) { return x + 1.5; }, -2, 2},
-      {"mul_scalar", [](const Variable& x) { return x * -3.0; }, [](double x) { return -3 * x; }, -2, 2},
-      {"rsub_scalar", [](const Variable& x) { return 2.0 - x; }, [](double x) { return 2 - x; }, -2, 2},
-      {"rdiv_scalar", [](const Variable& x) { return 2.0 / x; }, [](double x) { return 2 / x; }, 0.5, 2},
+      {"add_scalar", [](const Variable& x) { return x + 1.5; }, [](double x) { return x + 1.5; },
+       -2, 2},
+      {"mul_scalar", [](const Variable& x) { return x * -3.0; }, [](double x) { return -3 * x; },
+       -2, 2},
+      {"rsub_scalar", [](const Variable& x) { return 2.0 - x; }, [](double x) { return 2 - x; }, -2,
+       2},
+      {"rdiv_scalar", [](const Variable& x) { return 2.0 / x; }, [](double x) { return 2 / x; },
+       0.5, 2},
       {"clamp", [](const Variable& x) { return clamp(x, -0.5, 0.7); },
        [](double x) { return std::min(std::max(x, -0.5), 0.7); }, -2, 2},
   };
@@ -101,8 +113,8 @@ TEST_P(UnaryOpTest, GradientMatchesFiniteDifferences) {
   }
   EXPECT_TRUE(gradcheck([&](const std::vector<Variable>& in) { return c.op(in[0]); }, {x}));
   // A non-contiguous (transposed) input takes the same path.
-  EXPECT_TRUE(gradcheck([&](const std::vector<Variable>& in) { return c.op(in[0]); },
-                        {x.transpose(0, 1)}));
+  EXPECT_TRUE(
+      gradcheck([&](const std::vector<Variable>& in) { return c.op(in[0]); }, {x.transpose(0, 1)}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, UnaryOpTest, ::testing::ValuesIn(unary_cases()),
@@ -139,8 +151,8 @@ class BinaryOpTest : public ::testing::TestWithParam<BinaryCase> {};
 
 // Shapes that exercise broadcasting: equal, trailing vector, leading dims, both sides.
 const std::vector<std::pair<Shape, Shape>> kBroadcastShapes = {
-    {{3, 4}, {3, 4}}, {{3, 4}, {4}}, {{2, 3, 4}, {3, 1}}, {{3, 1}, {1, 4}}, {{4}, {2, 3, 4}},
-    {{}, {2, 3}},
+    {{3, 4}, {3, 4}}, {{3, 4}, {4}},    {{2, 3, 4}, {3, 1}},
+    {{3, 1}, {1, 4}}, {{4}, {2, 3, 4}}, {{}, {2, 3}},
 };
 
 TEST_P(BinaryOpTest, ForwardBroadcastsLikeNumPy) {
@@ -169,8 +181,8 @@ TEST_P(BinaryOpTest, GradientMatchesFiniteDifferences) {
   for (const auto& [sa, sb] : kBroadcastShapes) {
     const Tensor a = rand(sa, gen, 0.5, 2.0, DType::kF64);
     Tensor b = rand(sb, gen, 0.5, 2.0, DType::kF64);
-    EXPECT_TRUE(gradcheck(
-        [&](const std::vector<Variable>& in) { return c.op(in[0], in[1]); }, {a, b}))
+    EXPECT_TRUE(
+        gradcheck([&](const std::vector<Variable>& in) { return c.op(in[0], in[1]); }, {a, b}))
         << shape_str(sa) << " op " << shape_str(sb);
   }
 }

@@ -1,0 +1,50 @@
+# Entry points: `make train` runs Rota's main job, `make test` runs the whole test suite.
+# Both install missing Debian packages (as root), configure and build first.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+PACKAGES   := g++ cmake ninja-build pkg-config libdnnl-dev libprotobuf-dev protobuf-compiler \
+              libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev libsentencepiece-dev \
+              libgtest-dev libgmock-dev libbenchmark-dev
+
+.PHONY: deps configure build train test test-asan bench format clean
+
+# Installs only what is missing, so a machine that has everything does not touch apt.
+deps:
+	@missing=""; for p in $(PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+configure: deps
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+train: build
+	./$(BUILD)/rota_demo
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer (Debug, no benchmarks).
+test-asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+	  -DROTA_SANITIZE=address,undefined -DROTA_BUILD_BENCH=OFF > /dev/null
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -LE slow
+
+bench: build
+	@for b in $(BUILD)/bench/*_bench; do echo "== $$b"; OMP_NUM_THREADS=$(JOBS) $$b; done
+
+format:
+	@git ls-files '*.h' '*.cpp' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

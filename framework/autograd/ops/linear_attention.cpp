@@ -1,0 +1,34 @@
+// Linear attention ops: record the fused kernels' backward on the tape.
+#include "framework/autograd/ops/linear_attention.h"
+
+#include "framework/autograd/function.h"
+#include "framework/backend/linear_attention.h"
+
+namespace rota {
+
+Variable causal_linear_attention(const Variable& q, const Variable& k, const Variable& v,
+                                 int64_t chunk_size) {
+  Tensor out = backend::causal_linear_attention_forward(q.data(), k.data(), v.data(), chunk_size);
+  if (!inspect_inputs({q, k, v}).any) return Variable(std::move(out), false);
+  return record_op("causal_linear_attention", out, {q, k, v},
+                   [qd = q.data(), kd = k.data(), vd = v.data(), chunk_size](const Tensor& g) {
+                     auto grads =
+                         backend::causal_linear_attention_backward(qd, kd, vd, g, chunk_size);
+                     return std::vector<Tensor>{grads.dq, grads.dk, grads.dv};
+                   });
+}
+
+Variable bidirectional_linear_attention(const Variable& q, const Variable& k, const Variable& v,
+                                        const Tensor& key_mask) {
+  Tensor out =
+      backend::bidirectional_linear_attention_forward(q.data(), k.data(), v.data(), key_mask);
+  if (!inspect_inputs({q, k, v}).any) return Variable(std::move(out), false);
+  return record_op("bidirectional_linear_attention", out, {q, k, v},
+                   [qd = q.data(), kd = k.data(), vd = v.data(), key_mask](const Tensor& g) {
+                     auto grads =
+                         backend::bidirectional_linear_attention_backward(qd, kd, vd, g, key_mask);
+                     return std::vector<Tensor>{grads.dq, grads.dk, grads.dv};
+                   });
+}
+
+}  // namespace rota

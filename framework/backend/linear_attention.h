@@ -1,0 +1,51 @@
+// Linear attention kernels without a denominator: causal (chunked), bidirectional, recurrent.
+#pragma once
+
+#include "framework/tensor/tensor.h"
+
+namespace rota::backend {
+
+// Shapes: q, k: [..., N, F] and v: [..., N, D] with the same leading dims (flattened to G,
+// typically G = B·H). Features are used as given (φ and LRPE are applied before).
+
+/// Causal: o_i = Σ_{j≤i} (q_i·k_j) v_j, by the chunked algorithm: inside a chunk of C rows the
+/// masked product tril(Q_c K_cᵀ) V_c, across chunks a running state S = Σ k_jᵀ v_j (F×D).
+/// Never builds an N×N matrix; work O(N·C·(F+D) + N·F·D), memory O(N·D + F·D) per thread.
+Tensor causal_linear_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                       int64_t chunk_size = 64);
+
+struct LinearAttentionGrads {
+  Tensor dq;  // [..., N, F]
+  Tensor dk;  // [..., N, F]
+  Tensor dv;  // [..., N, D]
+};
+
+/// Backward of the causal form: a forward sweep over chunks rebuilds S for
+/// dQ_c = tril(dO_c V_cᵀ) K_c + dO_c S_prevᵀ; a reverse sweep carries R = Σ_{later} Q_tᵀ dO_t
+/// for dK_c = tril(dO_c V_cᵀ)ᵀ Q_c + V_c Rᵀ and dV_c = tril(Q_c K_cᵀ)ᵀ dO_c + K_c R.
+LinearAttentionGrads causal_linear_attention_backward(const Tensor& q, const Tensor& k,
+                                                      const Tensor& v, const Tensor& grad_out,
+                                                      int64_t chunk_size = 64);
+
+/// Reference quadratic form, O = (tril(Q Kᵀ)) V with the N×N matrix materialised. For tests
+/// and benchmarks only.
+Tensor causal_linear_attention_quadratic(const Tensor& q, const Tensor& k, const Tensor& v);
+
+/// Bidirectional: O = Q (Kᵀ diag(m) V) with m the key mask. key_mask: undefined (all keys) or
+/// [B, N] with 1 for real keys and 0 for padding, where q is [B, H, N, F] (shared by heads).
+Tensor bidirectional_linear_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                              const Tensor& key_mask = Tensor());
+
+/// With KV = Kᵀ diag(m) V: dQ = dO KVᵀ, dKV = Qᵀ dO, dK_t = m_t V_t dKVᵀ, dV_t = m_t K_t dKV.
+LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q, const Tensor& k,
+                                                             const Tensor& v,
+                                                             const Tensor& grad_out,
+                                                             const Tensor& key_mask = Tensor());
+
+/// One generation step. q, k: [G, F], v: [G, D], state: [G, F, D] updated in place
+/// (S += kᵀ v), returns o = q S: [G, D]. Feeding tokens one at a time reproduces the causal
+/// form exactly; each step costs O(F·D) however long the prefix.
+Tensor causal_linear_attention_step(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    Tensor& state);
+
+}  // namespace rota::backend

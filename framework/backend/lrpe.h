@@ -1,0 +1,61 @@
+// Fused LRPE kernel: y_s = Λ(s) · (P x_s), forward and backward in one pass over the features.
+#pragma once
+
+#include <vector>
+
+#include "framework/tensor/tensor.h"
+
+namespace rota::backend {
+
+/// The core matrix Λ(s) (lrpe.md section 3).
+enum class LrpeCore {
+  kUnitary,      // Type 1: y = [u∘cos(sθ), u∘sin(sθ)], F = 2D, θ: [D]
+  kOrthogonal,   // Type 2: 2×2 rotations R(sθ_k) on channel pairs, F = D, θ: [⌊D/2⌋]
+  kPermutation,  // Type 3: y[j] = u[π^s(j)] for a fixed permutation π, F = D, no θ
+};
+
+/// Channel pairing of Type 2: adjacent (2k, 2k+1) or halves (k, k+⌊D/2⌋); an odd last
+/// channel passes through unrotated.
+enum class LrpePairing { kAdjacent, kHalf };
+
+/// The orthogonal P applied before Λ(s) (the trailing Pᴴ is dropped: exact for orthogonal P).
+enum class LrpeMix {
+  kIdentity,
+  kHouseholder,  // u = x − 2(x·w)w with a unit vector w: [D]
+  kOddEven,      // u[2k] = x[k], u[2k+1] = x[⌈D/2⌉+k]
+};
+
+struct LrpeKernelConfig {
+  LrpeCore core = LrpeCore::kOrthogonal;
+  LrpePairing pairing = LrpePairing::kAdjacent;
+  LrpeMix mix = LrpeMix::kHouseholder;
+  int64_t offset = 0;  // position of the first row (s = offset + n), for cached generation
+};
+
+/// Feature dimension F of the output for input dimension D.
+int64_t lrpe_output_dim(LrpeCore core, int64_t d);
+
+/// x: [..., N, D] (positions along N); theta: [D] (Type 1), [⌊D/2⌋] (Type 2), undefined
+/// (Type 3); w: [D] unit vector when mix = Householder, else undefined; permutation: [D] i64
+/// when core = Type 3, else undefined. Returns y: [..., N, F].
+Tensor lrpe_forward(const LrpeKernelConfig& config, const Tensor& x, const Tensor& theta,
+                    const Tensor& w, const Tensor& permutation);
+
+struct LrpeGrads {
+  Tensor dx;      // [..., N, D]
+  Tensor dtheta;  // like theta (undefined for Type 3)
+  Tensor dw;      // [D] (undefined unless Householder)
+};
+
+/// Backward (lrpe.md section 6): gu = Λ(s)ᵀ gy; Type 1 gθ_j += s(gσ_j yc_j − gc_j yσ_j);
+/// Type 2 gθ_k += s(g1 y0 − g0 y1); Type 3 gu[π^s(j)] = gy[j]; Householder
+/// gx = gu − 2(gu·w)w and gw += −2[(x·w)gu + (gu·w)x]; odd-even gx[idx[j]] = gu[j].
+/// θ and w gradients are summed over every row with per-thread partials (deterministic).
+LrpeGrads lrpe_backward(const LrpeKernelConfig& config, const Tensor& x, const Tensor& theta,
+                        const Tensor& w, const Tensor& permutation, const Tensor& grad_y);
+
+/// π^s for every position: table[s][j] = π^s(j), s in [offset, offset+n). Built from the
+/// cycle decomposition, so any length works (no table limit). Exposed for tests.
+std::vector<int64_t> permutation_power_table(const Tensor& permutation, int64_t offset, int64_t n);
+
+}  // namespace rota::backend

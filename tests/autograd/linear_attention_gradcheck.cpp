@@ -1,0 +1,128 @@
+// Gradients of linear attention and fused LRPE against central finite differences (f64).
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "framework/autograd/ops/linear_attention.h"
+#include "framework/autograd/ops/lrpe.h"
+#include "framework/tensor/random.h"
+#include "tests/support/gradcheck.h"
+
+namespace rota {
+namespace {
+
+using testing::gradcheck;
+
+TEST(LinearAttentionGrad, CausalAllChunkSizes) {
+  Generator gen(1);
+  const Tensor q = randn({2, 2, 7, 3}, gen, 0, 1, DType::kF64);
+  const Tensor k = randn({2, 2, 7, 3}, gen, 0, 1, DType::kF64);
+  const Tensor v = randn({2, 2, 7, 5}, gen, 0, 1, DType::kF64);
+  for (int64_t chunk : {1, 3, 7, 64}) {
+    EXPECT_TRUE(gradcheck(
+        [chunk](const std::vector<Variable>& in) {
+          return causal_linear_attention(in[0], in[1], in[2], chunk);
+        },
+        {q, k, v}))
+        << "chunk " << chunk;
+  }
+}
+
+TEST(LinearAttentionGrad, CausalNonContiguousInputs) {
+  Generator gen(2);
+  // [B, N, H, F] permuted to [B, H, N, F] as the attention layer does.
+  const Tensor q = randn({1, 6, 2, 3}, gen, 0, 1, DType::kF64).permute({0, 2, 1, 3});
+  const Tensor k = randn({1, 6, 2, 3}, gen, 0, 1, DType::kF64).permute({0, 2, 1, 3});
+  const Tensor v = randn({1, 6, 2, 4}, gen, 0, 1, DType::kF64).permute({0, 2, 1, 3});
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Variable>& in) {
+        return causal_linear_attention(in[0], in[1], in[2], 4);
+      },
+      {q, k, v}));
+}
+
+TEST(LinearAttentionGrad, BidirectionalWithAndWithoutMask) {
+  Generator gen(3);
+  const Tensor q = randn({2, 2, 5, 3}, gen, 0, 1, DType::kF64);
+  const Tensor k = randn({2, 2, 5, 3}, gen, 0, 1, DType::kF64);
+  const Tensor v = randn({2, 2, 5, 4}, gen, 0, 1, DType::kF64);
+  const Tensor mask = tensor_from({1, 1, 1, 0, 0, 1, 1, 1, 1, 1}, {2, 5}, DType::kF32);
+  for (const Tensor& m : {Tensor(), mask}) {
+    EXPECT_TRUE(gradcheck(
+        [m](const std::vector<Variable>& in) {
+          return bidirectional_linear_attention(in[0], in[1], in[2], m);
+        },
+        {q, k, v}));
+  }
+}
+
+struct LrpeGradCase {
+  backend::LrpeCore core;
+  backend::LrpePairing pairing;
+  backend::LrpeMix mix;
+  int64_t d;
+};
+
+class LrpeGrad : public ::testing::TestWithParam<LrpeGradCase> {};
+
+TEST_P(LrpeGrad, InputThetaAndHouseholderVector) {
+  const LrpeGradCase c = GetParam();
+  Generator gen(static_cast<uint64_t>(c.d) * 7 + static_cast<uint64_t>(c.core));
+  backend::LrpeKernelConfig config;
+  config.core = c.core;
+  config.pairing = c.pairing;
+  config.mix = c.mix;
+  config.offset = 2;
+  const int64_t m = c.core == backend::LrpeCore::kUnitary ? c.d : c.d / 2;
+  std::vector<Tensor> inputs = {randn({2, 5, c.d}, gen, 0, 1, DType::kF64)};
+  std::vector<bool> check = {true};
+  inputs.push_back(c.core == backend::LrpeCore::kPermutation
+                       ? zeros({1}, DType::kF64)
+                       : rand({m}, gen, 0.05, 1.0, DType::kF64));
+  check.push_back(c.core != backend::LrpeCore::kPermutation);
+  // w need not be unit for the kernel's gradient; a unit vector keeps it realistic.
+  Tensor w = randn({c.d}, gen, 0, 1, DType::kF64);
+  double norm = 0;
+  for (double x : w.to_double_vector()) norm += x * x;
+  for (int64_t j = 0; j < c.d; ++j) w.set({j}, w.at({j}) / std::sqrt(norm));
+  inputs.push_back(w);
+  check.push_back(c.mix == backend::LrpeMix::kHouseholder);
+  const Tensor perm = randperm(c.d, gen);
+  testing::GradcheckOptions options;
+  options.check = check;
+  EXPECT_TRUE(gradcheck(
+      [&](const std::vector<Variable>& in) {
+        return lrpe(config, in[0], check[1] ? in[1] : Variable(), check[2] ? in[2] : Variable(),
+                    perm);
+      },
+      inputs, options));
+}
+
+std::vector<LrpeGradCase> lrpe_grad_cases() {
+  std::vector<LrpeGradCase> out;
+  for (auto mix :
+       {backend::LrpeMix::kIdentity, backend::LrpeMix::kHouseholder, backend::LrpeMix::kOddEven}) {
+    for (int64_t d : {4, 5}) {
+      out.push_back({backend::LrpeCore::kUnitary, backend::LrpePairing::kAdjacent, mix, d});
+      out.push_back({backend::LrpeCore::kOrthogonal, backend::LrpePairing::kAdjacent, mix, d});
+      out.push_back({backend::LrpeCore::kOrthogonal, backend::LrpePairing::kHalf, mix, d});
+      out.push_back({backend::LrpeCore::kPermutation, backend::LrpePairing::kAdjacent, mix, d});
+    }
+  }
+  return out;
+}
+
+std::string lrpe_case_name(const ::testing::TestParamInfo<LrpeGradCase>& info) {
+  const char* core[] = {"Type1", "Type2", "Type3"};
+  const char* mix[] = {"Identity", "Householder", "OddEven"};
+  const char* pair[] = {"Adj", "Half"};
+  const auto& c = info.param;
+  return std::string(core[static_cast<int>(c.core)]) + pair[static_cast<int>(c.pairing)] +
+         mix[static_cast<int>(c.mix)] + "D" + std::to_string(c.d);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, LrpeGrad, ::testing::ValuesIn(lrpe_grad_cases()),
+                         lrpe_case_name);
+
+}  // namespace
+}  // namespace rota
