@@ -22,8 +22,7 @@ struct Edge {
 
 /// Gradients for the op's outputs in, gradients for its inputs out (one per input, undefined
 /// where needs_input_grad is false). Captures only the tensors the backward needs.
-using BackwardFn =
-    std::function<std::vector<Tensor>(const std::vector<Tensor>& grad_outputs)>;
+using BackwardFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& grad_outputs)>;
 
 /// A recorded operation. Its outputs are the Variables whose grad_fn is this node; its inputs
 /// are `next_edges`. Leaf variables that require grad are reached through an AccumulateGrad
@@ -32,7 +31,8 @@ class Node {
  public:
   Node(std::string name, std::vector<Edge> next_edges, BackwardFn backward,
        std::vector<Shape> output_shapes, DType dtype);
-  virtual ~Node() = default;
+  /// Releases the chain of nodes behind this one iteratively (see node.cpp).
+  virtual ~Node();
 
   const std::string& name() const { return name_; }
   const std::vector<Edge>& next_edges() const { return next_edges_; }

@@ -38,7 +38,9 @@ void Variable::set_data(const Tensor& data) {
   impl_->data = data;
 }
 
-bool Variable::requires_grad() const { return defined() && impl_->requires_grad; }
+bool Variable::requires_grad() const {
+  return defined() && impl_->requires_grad;
+}
 
 Variable& Variable::set_requires_grad(bool requires_grad) {
   ROTA_CHECK(is_leaf(), "set_requires_grad: only leaf variables can change requires_grad");
@@ -52,20 +54,39 @@ Variable& Variable::set_requires_grad(bool requires_grad) {
   return *this;
 }
 
-bool Variable::is_leaf() const { return defined() && impl_->grad_fn == nullptr; }
+bool Variable::is_leaf() const {
+  return defined() && impl_->grad_fn == nullptr;
+}
 
-const std::shared_ptr<Node>& Variable::grad_fn() const { return impl_->grad_fn; }
+const std::shared_ptr<Node>& Variable::grad_fn() const {
+  static const std::shared_ptr<Node> kNone;  // an undefined variable has no grad_fn
+  return defined() ? impl_->grad_fn : kNone;
+}
 
-int Variable::output_nr() const { return impl_->output_nr; }
+int Variable::output_nr() const {
+  return defined() ? impl_->output_nr : 0;
+}
 
 const Tensor& Variable::grad() const {
   ROTA_CHECK(defined(), "grad: undefined variable");
   return impl_->grad;
 }
 
-void Variable::set_grad(const Tensor& grad) { impl_->grad = grad; }
+void Variable::set_grad(const Tensor& grad) {
+  ROTA_CHECK(defined(), "set_grad: undefined variable");
+  // A grad of another shape would be broadcast into (or fail in) later accumulation.
+  ROTA_CHECK(!grad.defined() ||
+                 (grad.shape() == impl_->data.shape() && grad.dtype() == impl_->data.dtype()),
+             "set_grad: gradient {} {} for variable {} {}", dtype_name(grad.dtype()),
+             shape_str(grad.shape()), dtype_name(impl_->data.dtype()),
+             shape_str(impl_->data.shape()));
+  impl_->grad = grad;
+}
 
-void Variable::zero_grad() { impl_->grad = Tensor(); }
+void Variable::zero_grad() {
+  ROTA_CHECK(defined(), "zero_grad: undefined variable");
+  impl_->grad = Tensor();
+}
 
 Edge Variable::gradient_edge() const {
   if (!requires_grad()) return Edge{};
@@ -74,7 +95,9 @@ Edge Variable::gradient_edge() const {
   return Edge{impl_->grad_accumulator, 0};
 }
 
-Variable Variable::detach() const { return Variable(data(), false); }
+Variable Variable::detach() const {
+  return Variable(data(), false);
+}
 
 void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
   run_backward({*this}, {grad_output}, retain_graph);
@@ -147,11 +170,23 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
     std::vector<Tensor> input_grads = node->apply(std::move(grads));
     if (!retain_graph) node->release();
     const auto& edges = node->next_edges();
+    // A backward that returns too few gradients would silently starve the remaining inputs.
+    ROTA_CHECK(input_grads.size() == edges.size(),
+               "backward: '{}' returned {} gradients for its {} inputs", node->name(),
+               input_grads.size(), edges.size());
     for (size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];
       if (!e.node) continue;
-      if (i < input_grads.size() && input_grads[i].defined()) {
-        accumulate(e.node.get(), e.input_nr, input_grads[i]);
+      if (input_grads[i].defined()) {
+        // Checked here, where the op that produced the gradient is known, so the message names
+        // the culprit rather than the receiving node.
+        const Tensor& g = input_grads[i];
+        const Shape& expected = e.node->output_shape(e.input_nr);
+        ROTA_CHECK(g.shape() == expected && g.dtype() == e.node->dtype(),
+                   "backward: '{}' returned a gradient {} {} for input {} of {} {}", node->name(),
+                   dtype_name(g.dtype()), shape_str(g.shape()), i, dtype_name(e.node->dtype()),
+                   shape_str(expected));
+        accumulate(e.node.get(), e.input_nr, g);
       }
       if (--dependencies[e.node.get()] == 0) ready.push_back(e.node);
     }

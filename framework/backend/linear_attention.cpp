@@ -2,6 +2,7 @@
 #include "framework/backend/linear_attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "framework/backend/dispatch.h"
@@ -64,6 +65,12 @@ inline void outer_accumulate(T* m, const T* a, const T* b, int64_t f, int64_t d)
   for (int64_t r = 0; r < f; ++r) axpy_row(m + r * d, a[r], b, d);
 }
 
+// M[F, D] += w · a[F]ᵀ b[D]
+template <typename T>
+inline void scaled_outer_accumulate(T* m, T w, const T* a, const T* b, int64_t f, int64_t d) {
+  for (int64_t r = 0; r < f; ++r) axpy_row(m + r * d, w * a[r], b, d);
+}
+
 // out[F] += M[F, D] · y[D]  (i.e. y · Mᵀ)
 template <typename T>
 inline void matrix_times_row(T* out, const T* m, const T* y, int64_t f, int64_t d) {
@@ -71,48 +78,80 @@ inline void matrix_times_row(T* out, const T* m, const T* y, int64_t f, int64_t 
 }
 
 // One slice of the causal forward. q, k: [N, F], v, o: [N, D]; state: [F, D] scratch.
+// With a decay γ the weights become γ^(i−j): o_i = Σ_{j≤i} γ^(i−j) (q_i·k_j) v_j. The state
+// then holds S = Σ_{j<c0} γ^(c0−1−j) k_jᵀ v_j, so every power stays ≤ 1 (no overflow).
+// pw: [C+1] powers γ^0..γ^C.
 template <typename T>
 void causal_forward_slice(const T* q, const T* k, const T* v, T* o, T* state,
-                          const AttentionDims& s, int64_t chunk) {
+                          const AttentionDims& s, int64_t chunk, const T* pw) {
   std::fill(state, state + s.f * s.d, T(0));
   std::fill(o, o + s.n * s.d, T(0));
   for (int64_t c0 = 0; c0 < s.n; c0 += chunk) {
     const int64_t c1 = std::min(s.n, c0 + chunk);
     for (int64_t i = c0; i < c1; ++i) {
       T* oi = o + i * s.d;
-      // Inter-chunk: o_i = q_i S (S holds every key before this chunk).
+      // Inter-chunk: o_i = γ^(i−c0+1) q_i S (S holds every key before this chunk).
       row_times_matrix(oi, q + i * s.f, state, s.f, s.d);
-      // Intra-chunk: o_i += Σ_{c0≤j≤i} (q_i·k_j) v_j.
+      if (pw) {
+        for (int64_t x = 0; x < s.d; ++x) oi[x] *= pw[i - c0 + 1];
+      }
+      // Intra-chunk: o_i += Σ_{c0≤j≤i} γ^(i−j) (q_i·k_j) v_j.
       for (int64_t j = c0; j <= i; ++j) {
-        axpy_row(oi, dot_row(q + i * s.f, k + j * s.f, s.f), v + j * s.d, s.d);
+        const T w = pw ? pw[i - j] : T(1);
+        axpy_row(oi, w * dot_row(q + i * s.f, k + j * s.f, s.f), v + j * s.d, s.d);
       }
     }
-    // S += K_cᵀ V_c.
-    for (int64_t j = c0; j < c1; ++j) outer_accumulate(state, k + j * s.f, v + j * s.d, s.f, s.d);
+    // S = γ^(c1−c0) S + Σ_j γ^(c1−1−j) k_jᵀ v_j.
+    if (pw) {
+      for (int64_t x = 0; x < s.f * s.d; ++x) state[x] *= pw[c1 - c0];
+    }
+    for (int64_t j = c0; j < c1; ++j) {
+      if (pw) {
+        scaled_outer_accumulate(state, pw[c1 - 1 - j], k + j * s.f, v + j * s.d, s.f, s.d);
+      } else {
+        outer_accumulate(state, k + j * s.f, v + j * s.d, s.f, s.d);
+      }
+    }
   }
 }
 
 // One slice of the causal backward. Inputs as the forward plus g = dO: [N, D].
+// Decayed: dq_i = γ^(i−c0+1) g_i Sᵀ + Σ_{c0≤j≤i} γ^(i−j) (g_i·v_j) k_j; the reverse state
+// R = Σ_{i≥c1} γ^(i−c1) q_iᵀ g_i gives dk_j = γ^(c1−j) R v_j + Σ_{j≤i<c1} γ^(i−j)(g_i·v_j) q_i
+// and dv_j = γ^(c1−j) k_j R + Σ_{j≤i<c1} γ^(i−j)(q_i·k_j) g_i.
 template <typename T>
 void causal_backward_slice(const T* q, const T* k, const T* v, const T* g, T* dq, T* dk, T* dv,
-                           T* state, const AttentionDims& s, int64_t chunk) {
+                           T* state, const AttentionDims& s, int64_t chunk, const T* pw) {
   std::fill(dq, dq + s.n * s.f, T(0));
   std::fill(dk, dk + s.n * s.f, T(0));
   std::fill(dv, dv + s.n * s.d, T(0));
-  // Forward sweep: dq_i = g_i Sᵀ_prev + Σ_{c0≤j≤i} (g_i·v_j) k_j.
+  // Forward sweep for dq.
   std::fill(state, state + s.f * s.d, T(0));
   for (int64_t c0 = 0; c0 < s.n; c0 += chunk) {
     const int64_t c1 = std::min(s.n, c0 + chunk);
     for (int64_t i = c0; i < c1; ++i) {
       T* dqi = dq + i * s.f;
       matrix_times_row(dqi, state, g + i * s.d, s.f, s.d);
+      if (pw) {
+        for (int64_t x = 0; x < s.f; ++x) dqi[x] *= pw[i - c0 + 1];
+      }
       for (int64_t j = c0; j <= i; ++j) {
-        axpy_row(dqi, dot_row(g + i * s.d, v + j * s.d, s.d), k + j * s.f, s.f);
+        const T w = pw ? pw[i - j] : T(1);
+        axpy_row(dqi, w * dot_row(g + i * s.d, v + j * s.d, s.d), k + j * s.f, s.f);
       }
     }
-    for (int64_t j = c0; j < c1; ++j) outer_accumulate(state, k + j * s.f, v + j * s.d, s.f, s.d);
+    if (pw) {
+      for (int64_t x = 0; x < s.f * s.d; ++x) state[x] *= pw[c1 - c0];
+    }
+    for (int64_t j = c0; j < c1; ++j) {
+      if (pw) {
+        scaled_outer_accumulate(state, pw[c1 - 1 - j], k + j * s.f, v + j * s.d, s.f, s.d);
+      } else {
+        outer_accumulate(state, k + j * s.f, v + j * s.d, s.f, s.d);
+      }
+    }
   }
-  // Reverse sweep with R = Σ_{t in later chunks} q_tᵀ g_t: [F, D].
+  // Reverse sweep with R = Σ_{t in later chunks} γ^(t−c1) q_tᵀ g_t: [F, D].
   T* r = state;
   std::fill(r, r + s.f * s.d, T(0));
   const int64_t last = ((s.n - 1) / chunk) * chunk;
@@ -121,22 +160,53 @@ void causal_backward_slice(const T* q, const T* k, const T* v, const T* g, T* dq
     for (int64_t j = c0; j < c1; ++j) {
       T* dkj = dk + j * s.f;
       T* dvj = dv + j * s.d;
-      // dk_j = R v_j + Σ_{j≤i<c1} (g_i·v_j) q_i ;  dv_j = k_j R + Σ_{j≤i<c1} (q_i·k_j) g_i.
       matrix_times_row(dkj, r, v + j * s.d, s.f, s.d);
       row_times_matrix(dvj, k + j * s.f, r, s.f, s.d);
+      if (pw) {
+        for (int64_t x = 0; x < s.f; ++x) dkj[x] *= pw[c1 - j];
+        for (int64_t x = 0; x < s.d; ++x) dvj[x] *= pw[c1 - j];
+      }
       for (int64_t i = j; i < c1; ++i) {
-        axpy_row(dkj, dot_row(g + i * s.d, v + j * s.d, s.d), q + i * s.f, s.f);
-        axpy_row(dvj, dot_row(q + i * s.f, k + j * s.f, s.f), g + i * s.d, s.d);
+        const T w = pw ? pw[i - j] : T(1);
+        axpy_row(dkj, w * dot_row(g + i * s.d, v + j * s.d, s.d), q + i * s.f, s.f);
+        axpy_row(dvj, w * dot_row(q + i * s.f, k + j * s.f, s.f), g + i * s.d, s.d);
       }
     }
-    for (int64_t i = c0; i < c1; ++i) outer_accumulate(r, q + i * s.f, g + i * s.d, s.f, s.d);
+    // R = γ^(c1−c0) R + Σ_{c0≤i<c1} γ^(i−c0) q_iᵀ g_i.
+    if (pw) {
+      for (int64_t x = 0; x < s.f * s.d; ++x) r[x] *= pw[c1 - c0];
+    }
+    for (int64_t i = c0; i < c1; ++i) {
+      if (pw) {
+        scaled_outer_accumulate(r, pw[i - c0], q + i * s.f, g + i * s.d, s.f, s.d);
+      } else {
+        outer_accumulate(r, q + i * s.f, g + i * s.d, s.f, s.d);
+      }
+    }
   }
+}
+
+// Decay per slice: for leading dims [B, H, ...] slice g uses decay[g % H]. Returns the powers
+// γ^0..γ^C of every head, [H, C+1], or an empty vector without decay.
+template <typename T>
+std::vector<T> decay_powers(const char* op, const Tensor& decay, const Tensor& q, int64_t chunk) {
+  std::vector<T> out;
+  if (!decay.defined()) return out;
+  ROTA_CHECK(q.dim() == 4 && decay.dim() == 1 && decay.size(0) == q.size(1),
+             "{}: decay {} does not fit q {} (expected [H] for q [B, H, N, F])", op,
+             shape_str(decay.shape()), shape_str(q.shape()));
+  const std::vector<double> gamma = decay.to_double_vector();
+  for (double gm : gamma) {
+    ROTA_CHECK(gm > 0.0 && gm <= 1.0, "{}: decay {} outside (0, 1]", op, gm);
+    for (int64_t p = 0; p <= chunk; ++p) out.push_back(static_cast<T>(std::pow(gm, p)));
+  }
+  return out;
 }
 
 }  // namespace
 
 Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
-                                       int64_t chunk_size) {
+                                       int64_t chunk_size, const Tensor& decay) {
   const char* op = "causal_linear_attention";
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
@@ -150,11 +220,14 @@ Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, c
     const T* pk = k.data<T>();
     const T* pv = v.data<T>();
     T* po = o.data<T>();
+    const std::vector<T> powers = decay_powers<T>(op, decay, q, chunk_size);
+    const int64_t heads = powers.empty() ? 1 : q.size(1);
     parallel_for(s.groups, s.n * (s.f + 1) * (s.d + 1), [&](int64_t g0, int64_t g1) {
       std::vector<T> state(s.f * s.d);
       for (int64_t g = g0; g < g1; ++g) {
+        const T* pw = powers.empty() ? nullptr : powers.data() + (g % heads) * (chunk_size + 1);
         causal_forward_slice(pq + g * s.n * s.f, pk + g * s.n * s.f, pv + g * s.n * s.d,
-                             po + g * s.n * s.d, state.data(), s, chunk_size);
+                             po + g * s.n * s.d, state.data(), s, chunk_size, pw);
       }
     });
   });
@@ -163,7 +236,7 @@ Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, c
 
 LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const Tensor& k_in,
                                                       const Tensor& v_in, const Tensor& g_in,
-                                                      int64_t chunk_size) {
+                                                      int64_t chunk_size, const Tensor& decay) {
   const char* op = "causal_linear_attention_backward";
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
   ROTA_CHECK(g_in.shape() == v_in.shape(), "{}: grad {} for output {}", op, shape_str(g_in.shape()),
@@ -176,15 +249,18 @@ LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const 
   LinearAttentionGrads grads{empty_like(q), empty_like(k), empty_like(v)};
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
+    const std::vector<T> powers = decay_powers<T>(op, decay, q, chunk_size);
+    const int64_t heads = powers.empty() ? 1 : q.size(1);
     parallel_for(s.groups, 2 * s.n * (s.f + 1) * (s.d + 1), [&](int64_t g0, int64_t g1) {
       std::vector<T> state(s.f * s.d);
       for (int64_t gi = g0; gi < g1; ++gi) {
+        const T* pw = powers.empty() ? nullptr : powers.data() + (gi % heads) * (chunk_size + 1);
         const int64_t qo = gi * s.n * s.f;
         const int64_t vo = gi * s.n * s.d;
         causal_backward_slice(q.data<T>() + qo, k.data<T>() + qo, v.data<T>() + vo,
                               g.data<T>() + vo, grads.dq.template data<T>() + qo,
                               grads.dk.template data<T>() + qo, grads.dv.template data<T>() + vo,
-                              state.data(), s, chunk_size);
+                              state.data(), s, chunk_size, pw);
       }
     });
   });
@@ -326,7 +402,7 @@ LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q_in,
 }
 
 Tensor causal_linear_attention_step(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
-                                    Tensor& state) {
+                                    Tensor& state, const Tensor& decay) {
   const char* op = "causal_linear_attention_step";
   ROTA_CHECK(q_in.dim() == 2 && k_in.shape() == q_in.shape() && v_in.dim() == 2 &&
                  v_in.size(0) == q_in.size(0) && state.dim() == 3 &&
@@ -344,9 +420,19 @@ Tensor causal_linear_attention_step(const Tensor& q_in, const Tensor& k_in, cons
   Tensor o = zeros(v.shape(), v.dtype());
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
+    std::vector<T> gamma;
+    if (decay.defined()) {
+      ROTA_CHECK(decay.dim() == 1 && groups % decay.size(0) == 0,
+                 "{}: decay {} does not divide {} slices", op, shape_str(decay.shape()), groups);
+      for (double gm : decay.to_double_vector()) gamma.push_back(static_cast<T>(gm));
+    }
     parallel_for(groups, 2 * f * d, [&](int64_t g0, int64_t g1) {
       for (int64_t gi = g0; gi < g1; ++gi) {
         T* st = state.data<T>() + gi * f * d;
+        if (!gamma.empty()) {  // S = γ S + kᵀ v
+          const T gm = gamma[gi % static_cast<int64_t>(gamma.size())];
+          for (int64_t x = 0; x < f * d; ++x) st[x] *= gm;
+        }
         outer_accumulate(st, k.data<T>() + gi * f, v.data<T>() + gi * d, f, d);
         row_times_matrix(o.data<T>() + gi * d, q.data<T>() + gi * f, st, f, d);
       }

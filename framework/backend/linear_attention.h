@@ -11,8 +11,11 @@ namespace rota::backend {
 /// Causal: o_i = Σ_{j≤i} (q_i·k_j) v_j, by the chunked algorithm: inside a chunk of C rows the
 /// masked product tril(Q_c K_cᵀ) V_c, across chunks a running state S = Σ k_jᵀ v_j (F×D).
 /// Never builds an N×N matrix; work O(N·C·(F+D) + N·F·D), memory O(N·D + F·D) per thread.
+/// Optional decay: [H] per-head factors γ_h in (0, 1] for q [B, H, N, F], weighting pairs by
+/// γ^(i−j) (PermuteFormer's relative decay), computed with every power ≤ 1 so long sequences
+/// cannot overflow.
 Tensor causal_linear_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
-                                       int64_t chunk_size = 64);
+                                       int64_t chunk_size = 64, const Tensor& decay = Tensor());
 
 struct LinearAttentionGrads {
   Tensor dq;  // [..., N, F]
@@ -25,7 +28,8 @@ struct LinearAttentionGrads {
 /// for dK_c = tril(dO_c V_cᵀ)ᵀ Q_c + V_c Rᵀ and dV_c = tril(Q_c K_cᵀ)ᵀ dO_c + K_c R.
 LinearAttentionGrads causal_linear_attention_backward(const Tensor& q, const Tensor& k,
                                                       const Tensor& v, const Tensor& grad_out,
-                                                      int64_t chunk_size = 64);
+                                                      int64_t chunk_size = 64,
+                                                      const Tensor& decay = Tensor());
 
 /// Reference quadratic form, O = (tril(Q Kᵀ)) V with the N×N matrix materialised. For tests
 /// and benchmarks only.
@@ -43,9 +47,10 @@ LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q, co
                                                              const Tensor& key_mask = Tensor());
 
 /// One generation step. q, k: [G, F], v: [G, D], state: [G, F, D] updated in place
-/// (S += kᵀ v), returns o = q S: [G, D]. Feeding tokens one at a time reproduces the causal
+/// (S = γ S + kᵀ v, γ = 1 without decay; decay [H] applies to slice g as decay[g % H]),
+/// returns o = q S: [G, D]. Feeding tokens one at a time reproduces the causal
 /// form exactly; each step costs O(F·D) however long the prefix.
 Tensor causal_linear_attention_step(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    Tensor& state);
+                                    Tensor& state, const Tensor& decay = Tensor());
 
 }  // namespace rota::backend

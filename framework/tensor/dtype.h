@@ -1,6 +1,7 @@
 // Element types a tensor can hold, their sizes and names, and bf16 <-> f32 conversion.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -29,6 +30,24 @@ inline BF16 float_to_bf16(float value) {
   if ((u & 0x7fffffffu) > 0x7f800000u) return BF16{static_cast<uint16_t>((u >> 16) | 0x40u)};
   const uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
   return BF16{static_cast<uint16_t>((u + rounding) >> 16)};
+}
+
+/// f64 -> bf16 rounded once to nearest-even. Going through f32 with ordinary rounding would
+/// round twice: a double just above a bf16 tie can round onto the tie in f32 and then down
+/// to even. Rounding to f32 "to odd" instead (truncate, set the last bit when inexact) keeps
+/// enough information (24 >= 8 + 2 bits) for the final rounding to equal a single one.
+inline BF16 double_to_bf16(double value) {
+  float f = static_cast<float>(value);
+  if (value == value && static_cast<double>(f) != value) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof(u));
+    // Step the magnitude toward zero if the f32 rounding went away from zero (also turns an
+    // overflow to infinity into the largest finite float, which then rounds to bf16 inf).
+    if (std::fabs(static_cast<double>(f)) > std::fabs(value)) u -= 1;
+    u |= 1u;
+    std::memcpy(&f, &u, sizeof(f));
+  }
+  return float_to_bf16(f);
 }
 
 /// bf16 -> f32 (exact).

@@ -15,7 +15,9 @@ uint64_t splitmix64(uint64_t& x) {
   return z ^ (z >> 31);
 }
 
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 
@@ -39,9 +41,13 @@ uint64_t Generator::next_u64() {
   return result;
 }
 
-double Generator::next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+double Generator::next_double() {
+  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+}
 
-float Generator::next_float() { return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f; }
+float Generator::next_float() {
+  return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f;
+}
 
 uint64_t Generator::next_below(uint64_t n) {
   ROTA_CHECK(n > 0, "next_below: n must be positive");
@@ -68,10 +74,50 @@ Generator Generator::split() {
   return child;
 }
 
+namespace {
+
+// v rounded to the precision of a floating dtype, as a double.
+double round_to_dtype(double v, DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return static_cast<float>(v);
+    case DType::kBF16:
+      return bf16_to_float(double_to_bf16(v));
+    default:
+      return v;
+  }
+}
+
+// The largest value of a floating dtype strictly below x (x representable in dtype).
+double largest_below(double x, DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return std::nextafter(static_cast<float>(x), -INFINITY);
+    case DType::kBF16: {
+      // bf16 is sign-magnitude: step the bit pattern's magnitude (through zero to -denormal).
+      const uint16_t bits = double_to_bf16(x).bits;
+      const uint16_t below = x > 0 ? bits - 1 : (bits & 0x7fffu) == 0 ? 0x8001 : bits + 1;
+      return bf16_to_float(BF16{below});
+    }
+    default:
+      return std::nextafter(x, -INFINITY);
+  }
+}
+
+}  // namespace
+
 Tensor rand(const Shape& shape, Generator& gen, double low, double high, DType dtype) {
   ROTA_CHECK(is_floating(dtype), "rand: dtype {} is not floating", dtype_name(dtype));
+  // low + (high - low) * u with u < 1 can still round up to high: in f64 occasionally, when
+  // stored as f32 for u > 1 - 2^-25, and as bf16 for u > 1 - 2^-9 (1 draw in 500). Such
+  // draws become the largest value of the dtype below high, keeping the range [low, high).
+  const double high_in_dtype = round_to_dtype(high, dtype);
+  const double ceiling = largest_below(high_in_dtype, dtype);
   std::vector<double> values(shape_numel(shape));
-  for (auto& v : values) v = low + (high - low) * gen.next_double();
+  for (auto& v : values) {
+    v = low + (high - low) * gen.next_double();
+    if (round_to_dtype(v, dtype) >= high_in_dtype) v = ceiling;
+  }
   return tensor_from(values, shape, dtype);
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace rota {
@@ -25,5 +26,15 @@ class Storage {
 };
 
 using StoragePtr = std::shared_ptr<Storage>;
+
+/// Bytes held by all live tensor storages, and the high-water mark since the last reset.
+/// Benchmarks use it to report peak tensor memory per token.
+struct StorageStats {
+  int64_t live_bytes = 0;
+  int64_t peak_bytes = 0;
+};
+StorageStats storage_stats();
+/// Sets the peak to the current live bytes.
+void reset_storage_peak();
 
 }  // namespace rota

@@ -13,8 +13,8 @@ namespace rota {
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   for (int64_t d : shape) ROTA_CHECK(d >= 0, "empty: negative size in shape {}", shape_str(shape));
-  auto storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) *
-                                           dtype_size(dtype));
+  auto storage =
+      std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
@@ -25,7 +25,9 @@ Tensor::Tensor(StoragePtr storage, Shape shape, Strides strides, int64_t offset,
       offset_(offset),
       dtype_(dtype) {}
 
-int64_t Tensor::size(int64_t d) const { return shape_[normalize_axis(d, dim(), "size")]; }
+int64_t Tensor::size(int64_t d) const {
+  return shape_[normalize_axis(d, dim(), "size")];
+}
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
@@ -145,8 +147,8 @@ Tensor Tensor::reshape(const Shape& requested) const {
 }
 
 Tensor Tensor::permute(const std::vector<int64_t>& order) const {
-  ROTA_CHECK(static_cast<int64_t>(order.size()) == dim(), "permute: order has {} entries for {} dims",
-             order.size(), dim());
+  ROTA_CHECK(static_cast<int64_t>(order.size()) == dim(),
+             "permute: order has {} entries for {} dims", order.size(), dim());
   Shape shape(dim());
   Strides strides(dim());
   std::vector<bool> seen(dim(), false);
@@ -194,6 +196,10 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 Tensor Tensor::expand(const Shape& shape) const {
   ROTA_CHECK(shape.size() >= shape_.size(), "expand: cannot expand {} to {}", shape_str(shape_),
              shape_str(shape));
+  for (int64_t d : shape) {
+    ROTA_CHECK(d >= 0, "expand: cannot expand {} to {} (negative size)", shape_str(shape_),
+               shape_str(shape));
+  }
   const size_t lead = shape.size() - shape_.size();
   Strides strides(shape.size(), 0);
   for (size_t i = 0; i < shape_.size(); ++i) {
@@ -263,7 +269,7 @@ double load_as_double(const T* p) {
 template <typename T>
 T from_double(double v) {
   if constexpr (std::is_same_v<T, BF16>) {
-    return float_to_bf16(static_cast<float>(v));
+    return double_to_bf16(v);
   } else {
     return static_cast<T>(v);
   }
@@ -275,8 +281,11 @@ Dst convert(Src v) {
     return v;
   } else if constexpr (std::is_same_v<Src, BF16>) {
     return static_cast<Dst>(bf16_to_float(v));
+  } else if constexpr (std::is_same_v<Dst, BF16> && std::is_same_v<Src, float>) {
+    return float_to_bf16(v);
   } else if constexpr (std::is_same_v<Dst, BF16>) {
-    return float_to_bf16(static_cast<float>(v));
+    // Through double (exact for f64, i32 and i64 up to 2^53) and a single rounding.
+    return double_to_bf16(static_cast<double>(v));
   } else {
     return static_cast<Dst>(v);
   }
@@ -285,11 +294,21 @@ Dst convert(Src v) {
 template <typename F>
 void dispatch_all(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::kF32: f(float{}); break;
-    case DType::kF64: f(double{}); break;
-    case DType::kBF16: f(BF16{}); break;
-    case DType::kI32: f(int32_t{}); break;
-    case DType::kI64: f(int64_t{}); break;
+    case DType::kF32:
+      f(float{});
+      break;
+    case DType::kF64:
+      f(double{});
+      break;
+    case DType::kBF16:
+      f(BF16{});
+      break;
+    case DType::kI32:
+      f(int32_t{});
+      break;
+    case DType::kI64:
+      f(int64_t{});
+      break;
   }
 }
 
@@ -310,9 +329,8 @@ void Tensor::copy_from(const Tensor& src) {
       using S = decltype(src_tag);
       D* dst = data<D>();
       const S* s = src.data<S>();
-      for_each_strided_pair(shape_, strides_, src.strides(), [&](int64_t od, int64_t os) {
-        dst[od] = convert<D>(s[os]);
-      });
+      for_each_strided_pair(shape_, strides_, src.strides(),
+                            [&](int64_t od, int64_t os) { dst[od] = convert<D>(s[os]); });
     });
   });
 }
@@ -335,13 +353,14 @@ double Tensor::item() const {
 }
 
 namespace {
+// `op` ("at" or "set") names the caller in error messages.
 int64_t element_offset(const Shape& shape, const Strides& strides,
-                       const std::vector<int64_t>& index) {
-  ROTA_CHECK(index.size() == shape.size(), "at: index has {} entries for shape {}", index.size(),
-             shape_str(shape));
+                       const std::vector<int64_t>& index, const char* op) {
+  ROTA_CHECK(index.size() == shape.size(), "{}: index has {} entries for shape {}", op,
+             index.size(), shape_str(shape));
   int64_t off = 0;
   for (size_t i = 0; i < index.size(); ++i) {
-    ROTA_CHECK(index[i] >= 0 && index[i] < shape[i], "at: index {} out of range for shape {}",
+    ROTA_CHECK(index[i] >= 0 && index[i] < shape[i], "{}: index {} out of range for shape {}", op,
                index[i], shape_str(shape));
     off += index[i] * strides[i];
   }
@@ -350,14 +369,14 @@ int64_t element_offset(const Shape& shape, const Strides& strides,
 }  // namespace
 
 double Tensor::at(const std::vector<int64_t>& index) const {
-  const int64_t off = element_offset(shape_, strides_, index);
+  const int64_t off = element_offset(shape_, strides_, index, "at");
   double out = 0;
   dispatch_all(dtype_, [&](auto tag) { out = load_as_double(data<decltype(tag)>() + off); });
   return out;
 }
 
 void Tensor::set(const std::vector<int64_t>& index, double value) {
-  const int64_t off = element_offset(shape_, strides_, index);
+  const int64_t off = element_offset(shape_, strides_, index, "set");
   dispatch_all(dtype_, [&](auto tag) {
     using T = decltype(tag);
     data<T>()[off] = from_double<T>(value);
@@ -409,7 +428,9 @@ Tensor zeros(const Shape& shape, DType dtype) {
   return out;
 }
 
-Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor ones(const Shape& shape, DType dtype) {
+  return full(shape, 1.0, dtype);
+}
 
 Tensor arange(double start, double end, double step, DType dtype) {
   ROTA_CHECK(step != 0, "arange: step is zero");
@@ -419,10 +440,16 @@ Tensor arange(double start, double end, double step, DType dtype) {
   return tensor_from(values, {n}, dtype);
 }
 
-Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
+Tensor scalar_tensor(double value, DType dtype) {
+  return full({}, value, dtype);
+}
 
-Tensor empty_like(const Tensor& t) { return Tensor::empty(t.shape(), t.dtype()); }
+Tensor empty_like(const Tensor& t) {
+  return Tensor::empty(t.shape(), t.dtype());
+}
 
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
+Tensor zeros_like(const Tensor& t) {
+  return zeros(t.shape(), t.dtype());
+}
 
 }  // namespace rota

@@ -28,6 +28,22 @@ TEST(LinearAttentionGrad, CausalAllChunkSizes) {
   }
 }
 
+TEST(LinearAttentionGrad, CausalWithDecay) {
+  Generator gen(4);
+  const Tensor q = randn({2, 2, 7, 3}, gen, 0, 1, DType::kF64);
+  const Tensor k = randn({2, 2, 7, 3}, gen, 0, 1, DType::kF64);
+  const Tensor v = randn({2, 2, 7, 2}, gen, 0, 1, DType::kF64);
+  const Tensor decay = tensor_from({0.8, 0.95}, {2}, DType::kF64);
+  for (int64_t chunk : {1, 3, 64}) {
+    EXPECT_TRUE(gradcheck(
+        [&](const std::vector<Variable>& in) {
+          return causal_linear_attention(in[0], in[1], in[2], chunk, decay);
+        },
+        {q, k, v}))
+        << "chunk " << chunk;
+  }
+}
+
 TEST(LinearAttentionGrad, CausalNonContiguousInputs) {
   Generator gen(2);
   // [B, N, H, F] permuted to [B, H, N, F] as the attention layer does.

@@ -104,6 +104,54 @@ TEST(CausalLinearAttention, BackwardIndependentOfChunkSize) {
   }
 }
 
+TEST(CausalLinearAttention, DecayedFormsAgree) {
+  // o_i = Σ_{j≤i} γ_h^(i−j) (q_i·k_j) v_j, checked against a direct double loop, across chunk
+  // sizes, and token by token with the decayed recurrence S = γ S + kᵀ v.
+  Generator gen(17);
+  const int64_t b = 2, h = 3, n = 13, f = 4, d = 3;
+  const Tensor q = randn({b, h, n, f}, gen, 0, 1, DType::kF64);
+  const Tensor k = randn({b, h, n, f}, gen, 0, 1, DType::kF64);
+  const Tensor v = randn({b, h, n, d}, gen, 0, 1, DType::kF64);
+  const std::vector<double> gamma = {0.9, 0.5, 1.0};
+  const Tensor decay = tensor_from(gamma, {h}, DType::kF64);
+  std::vector<double> expected(b * h * n * d, 0.0);
+  for (int64_t g = 0; g < b * h; ++g) {
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j <= i; ++j) {
+        double sc = 0;
+        for (int64_t x = 0; x < f; ++x)
+          sc += q.at({g / h, g % h, i, x}) * k.at({g / h, g % h, j, x});
+        sc *= std::pow(gamma[g % h], static_cast<double>(i - j));
+        for (int64_t x = 0; x < d; ++x)
+          expected[(g * n + i) * d + x] += sc * v.at({g / h, g % h, j, x});
+      }
+    }
+  }
+  const Tensor want = tensor_from(expected, {b, h, n, d}, DType::kF64);
+  for (int64_t chunk : {1, 4, 13, 64}) {
+    EXPECT_TRUE(allclose(backend::causal_linear_attention_forward(q, k, v, chunk, decay), want,
+                         1e-10, 1e-10))
+        << "chunk " << chunk;
+  }
+  Tensor state = zeros({b * h, f, d}, DType::kF64);
+  for (int64_t t = 0; t < n; ++t) {
+    const Tensor o = backend::causal_linear_attention_step(
+        q.reshape({b * h, n, f}).slice(1, t, t + 1).squeeze(1),
+        k.reshape({b * h, n, f}).slice(1, t, t + 1).squeeze(1),
+        v.reshape({b * h, n, d}).slice(1, t, t + 1).squeeze(1), state, decay);
+    EXPECT_TRUE(
+        allclose(o, want.reshape({b * h, n, d}).slice(1, t, t + 1).squeeze(1), 1e-10, 1e-10));
+  }
+  const Tensor g = randn({b, h, n, d}, gen, 0, 1, DType::kF64);
+  const auto ref = backend::causal_linear_attention_backward(q, k, v, g, n, decay);
+  for (int64_t chunk : {1, 3, 5}) {
+    const auto got = backend::causal_linear_attention_backward(q, k, v, g, chunk, decay);
+    EXPECT_TRUE(allclose(got.dq, ref.dq, 1e-10, 1e-10));
+    EXPECT_TRUE(allclose(got.dk, ref.dk, 1e-10, 1e-10));
+    EXPECT_TRUE(allclose(got.dv, ref.dv, 1e-10, 1e-10));
+  }
+}
+
 TEST(CausalLinearAttention, FloatMatchesDouble) {
   Generator gen(5);
   const Tensor q = randn({2, 2, 37, 8}, gen, 0, 1, DType::kF64);

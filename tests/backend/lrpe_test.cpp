@@ -61,7 +61,10 @@ Params make_params(const Variant& v, int64_t d, Generator& gen) {
   if (v.mix == LrpeMix::kHouseholder) {
     std::vector<double> w(d);
     double norm = 0;
-    for (auto& x : w) norm += (x = gen.next_normal()) * x;
+    for (auto& x : w) {
+      x = gen.next_normal();
+      norm += x * x;
+    }
     for (auto& x : w) x /= std::sqrt(norm);
     p.w = tensor_from(w, {d}, DType::kF64);
   }

@@ -66,7 +66,50 @@ double projected(const Tensor& out, const Tensor& projection) {
       const double err = std::abs(numeric - g[flat]);
       if (!(err <= options.atol + options.rtol * std::abs(numeric))) {
         return ::testing::AssertionFailure() << fmt::format(
-                   "input {} {} element {}: analytic {:.10g}, numeric {:.10g} (abs err {:.3g})",
+                   "input {} {} element {}: analytic {:.10g}, numeric {:.10g} (abs err {:.3g})", i,
+                   shape_str(x.shape()), flat, g[flat], numeric, err);
+      }
+      for (int64_t d = x.dim() - 1; d >= 0; --d) {
+        if (++index[d] < x.size(d)) break;
+        index[d] = 0;
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult gradcheck_variables(const std::function<Variable()>& f,
+                                               const std::vector<Variable>& leaves,
+                                               const GradcheckOptions& options) {
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (!leaves[i].requires_grad() || !leaves[i].is_leaf()) {
+      return ::testing::AssertionFailure()
+             << "gradcheck_variables: variable " << i << " is not a leaf that requires grad";
+    }
+    Variable(leaves[i]).zero_grad();
+  }
+  const Variable out = f();
+  Generator gen(options.seed);
+  const Tensor projection = randn(out.shape(), gen, 0.0, 1.0, out.dtype());
+  out.backward(projection);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    Tensor x = leaves[i].data();
+    const Tensor analytic = leaves[i].grad().defined() ? leaves[i].grad() : zeros_like(x);
+    const std::vector<double> g = analytic.to_double_vector();
+    NoGradGuard no_grad;
+    std::vector<int64_t> index(x.dim(), 0);
+    for (int64_t flat = 0; flat < x.numel(); ++flat) {
+      const double orig = x.at(index);
+      x.set(index, orig + options.eps);
+      const double plus = projected(f().data(), projection);
+      x.set(index, orig - options.eps);
+      const double minus = projected(f().data(), projection);
+      x.set(index, orig);
+      const double numeric = (plus - minus) / (2 * options.eps);
+      const double err = std::abs(numeric - g[flat]);
+      if (!(err <= options.atol + options.rtol * std::abs(numeric))) {
+        return ::testing::AssertionFailure() << fmt::format(
+                   "variable {} {} element {}: analytic {:.10g}, numeric {:.10g} (abs err {:.3g})",
                    i, shape_str(x.shape()), flat, g[flat], numeric, err);
       }
       for (int64_t d = x.dim() - 1; d >= 0; --d) {

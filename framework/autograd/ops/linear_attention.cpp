@@ -7,15 +7,16 @@
 namespace rota {
 
 Variable causal_linear_attention(const Variable& q, const Variable& k, const Variable& v,
-                                 int64_t chunk_size) {
-  Tensor out = backend::causal_linear_attention_forward(q.data(), k.data(), v.data(), chunk_size);
+                                 int64_t chunk_size, const Tensor& decay) {
+  Tensor out =
+      backend::causal_linear_attention_forward(q.data(), k.data(), v.data(), chunk_size, decay);
   if (!inspect_inputs({q, k, v}).any) return Variable(std::move(out), false);
-  return record_op("causal_linear_attention", out, {q, k, v},
-                   [qd = q.data(), kd = k.data(), vd = v.data(), chunk_size](const Tensor& g) {
-                     auto grads =
-                         backend::causal_linear_attention_backward(qd, kd, vd, g, chunk_size);
-                     return std::vector<Tensor>{grads.dq, grads.dk, grads.dv};
-                   });
+  return record_op(
+      "causal_linear_attention", out, {q, k, v},
+      [qd = q.data(), kd = k.data(), vd = v.data(), chunk_size, decay](const Tensor& g) {
+        auto grads = backend::causal_linear_attention_backward(qd, kd, vd, g, chunk_size, decay);
+        return std::vector<Tensor>{grads.dq, grads.dk, grads.dv};
+      });
 }
 
 Variable bidirectional_linear_attention(const Variable& q, const Variable& k, const Variable& v,

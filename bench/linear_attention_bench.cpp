@@ -1,0 +1,113 @@
+// Linear attention and LRPE: per-token cost vs sequence length, chunked vs quadratic, fused
+// LRPE vs composed. Figures only (Google Benchmark); compare rows of one run.
+#include <benchmark/benchmark.h>
+
+#include "framework/autograd/ops/linear_attention.h"
+#include "framework/autograd/ops/reduce.h"
+#include "framework/backend/linear_attention.h"
+#include "framework/backend/parallel.h"
+#include "framework/nn/position/lrpe.h"
+#include "framework/tensor/random.h"
+
+namespace rota {
+namespace {
+
+constexpr int64_t kHeads = 4;
+constexpr int64_t kHeadDim = 64;
+constexpr int64_t kTokensPerBatch = 32768;  // B·N fixed across lengths
+
+// Causal forward + backward through the fused kernel at length N with B = 32768 / N.
+// Reports ns per token and peak tensor bytes per token (inputs, outputs, gradients).
+void BM_CausalForwardBackwardPerToken(benchmark::State& state) {
+  backend::init_runtime();
+  const int64_t n = state.range(0);
+  const int64_t b = kTokensPerBatch / n;
+  Generator gen(1);
+  const Tensor q = rand({b, kHeads, n, kHeadDim}, gen, 0, 0.1);
+  const Tensor k = rand({b, kHeads, n, kHeadDim}, gen, 0, 0.1);
+  const Tensor v = randn({b, kHeads, n, kHeadDim}, gen);
+  const Tensor g = randn({b, kHeads, n, kHeadDim}, gen);
+  const int64_t baseline = storage_stats().live_bytes;
+  reset_storage_peak();
+  for (auto _ : state) {
+    const Tensor o = backend::causal_linear_attention_forward(q, k, v, 64);
+    const auto grads = backend::causal_linear_attention_backward(q, k, v, g, 64);
+    benchmark::DoNotOptimize(o.raw_data());
+    benchmark::DoNotOptimize(grads.dq.raw_data());
+  }
+  const double tokens = static_cast<double>(b * n);
+  // Seconds per token (printed with an SI prefix, e.g. 150n = 150 ns).
+  state.counters["time_per_token"] = benchmark::Counter(
+      tokens, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["peak_bytes_per_token"] =
+      static_cast<double>(storage_stats().peak_bytes - baseline) / tokens;
+  state.SetItemsProcessed(state.iterations() * b * n);
+}
+BENCHMARK(BM_CausalForwardBackwardPerToken)
+    ->Arg(512)
+    ->Arg(2048)
+    ->Arg(8192)
+    ->Arg(32768)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Chunked kernel vs the quadratic masked form (forward only), one sequence, 4 heads.
+void BM_CausalChunked(benchmark::State& state) {
+  backend::init_runtime();
+  const int64_t n = state.range(0);
+  Generator gen(2);
+  const Tensor q = rand({1, kHeads, n, kHeadDim}, gen, 0, 0.1);
+  const Tensor k = rand({1, kHeads, n, kHeadDim}, gen, 0, 0.1);
+  const Tensor v = randn({1, kHeads, n, kHeadDim}, gen);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(backend::causal_linear_attention_forward(q, k, v, 64).raw_data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_CausalChunked)->Arg(4096)->Arg(8192)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_CausalQuadratic(benchmark::State& state) {
+  backend::init_runtime();
+  const int64_t n = state.range(0);
+  Generator gen(2);
+  const Tensor q = rand({1, kHeads, n, kHeadDim}, gen, 0, 0.1);
+  const Tensor k = rand({1, kHeads, n, kHeadDim}, gen, 0, 0.1);
+  const Tensor v = randn({1, kHeads, n, kHeadDim}, gen);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(backend::causal_linear_attention_quadratic(q, k, v).raw_data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_CausalQuadratic)->Arg(4096)->Arg(8192)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Fused LRPE (Type 2, learnable Householder) vs the same transform composed from autograd
+// primitives; forward + backward on [8, 4, 512, 64].
+void lrpe_forward_backward(benchmark::State& state, bool fused) {
+  backend::init_runtime();
+  Generator gen(3);
+  nn::LrpeOptions o;
+  o.head_dim = kHeadDim;
+  nn::Lrpe module(o, gen);
+  const Tensor x = randn({8, kHeads, 512, kHeadDim}, gen);
+  for (auto _ : state) {
+    Variable xv(x, true);
+    const Variable y = fused ? module.forward(xv) : module.forward_composed(xv);
+    sum(y).backward();
+    benchmark::DoNotOptimize(xv.grad().raw_data());
+    module.zero_grad();
+  }
+  state.SetItemsProcessed(state.iterations() * 8 * 512);
+}
+void BM_LrpeFused(benchmark::State& state) {
+  lrpe_forward_backward(state, true);
+}
+void BM_LrpeComposed(benchmark::State& state) {
+  lrpe_forward_backward(state, false);
+}
+BENCHMARK(BM_LrpeFused)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LrpeComposed)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace rota
+
+BENCHMARK_MAIN();

@@ -1,0 +1,106 @@
+// matmul / linear ops: backward as two more products, transposes passed as flags.
+#include "framework/autograd/ops/matmul.h"
+
+#include "framework/autograd/function.h"
+#include "framework/backend/elementwise.h"
+#include "framework/backend/matmul.h"
+#include "framework/backend/reduce.h"
+
+namespace rota {
+
+namespace b = backend;
+
+namespace {
+
+Shape leading_dims(const Shape& shape, size_t trailing) {
+  return Shape(shape.begin(), shape.end() - static_cast<int64_t>(trailing));
+}
+
+}  // namespace
+
+Variable matmul(const Variable& a, const Variable& bv, bool transpose_a, bool transpose_b) {
+  const OpRecord rec = inspect_inputs({a, bv});
+  Tensor out = b::matmul(a.data(), bv.data(), transpose_a, transpose_b);
+  if (!rec.any) return Variable(std::move(out), false);
+
+  // The backward works on the promoted operands the forward used: a2 [..., M, K] stored as
+  // [..., K, M] when ta, b2 [..., K, N] stored as [..., N, K] when tb (1-D a is [1, K], 1-D b
+  // is [K, 1]; flags do not apply to 1-D operands).
+  const Tensor a2 = a.dim() == 1 ? a.data().unsqueeze(0) : a.data();
+  const Tensor b2 = bv.dim() == 1 ? bv.data().unsqueeze(1) : bv.data();
+  const bool ta = transpose_a && a.dim() >= 2;
+  const bool tb = transpose_b && bv.dim() >= 2;
+  const int64_t m = ta ? a2.size(-1) : a2.size(-2);
+  const int64_t n = tb ? b2.size(-2) : b2.size(-1);
+  Shape full_out =
+      broadcast_shapes(leading_dims(a2.shape(), 2), leading_dims(b2.shape(), 2), "matmul");
+  full_out.push_back(m);
+  full_out.push_back(n);
+
+  return record_op(
+      "matmul", out, {a, bv},
+      [needs = rec.needs, ad = rec.needs[1] ? a2 : Tensor(), bd = rec.needs[0] ? b2 : Tensor(), ta,
+       tb, full_out, shape_a = a.shape(), shape_b = bv.shape(), a2_shape = a2.shape(),
+       b2_shape = b2.shape()](const Tensor& grad) {
+        // C = op(A)·op(B), g = dL/dC: [batch..., M, N].
+        const Tensor g = grad.reshape(full_out);
+        Tensor ga;
+        Tensor gb;
+        if (needs[0]) {
+          // dop(A) = g·op(B)ᵀ; stored transposed (ta): dA = op(B)·gᵀ.
+          const Tensor d = ta ? b::matmul(bd, g, tb, true) : b::matmul(g, bd, false, !tb);
+          ga = b::sum_to_shape(d, a2_shape).reshape(shape_a);
+        }
+        if (needs[1]) {
+          Tensor d;
+          if (b2_shape.size() == 2 && a2_shape.size() > 2 && !ta) {
+            // b has no batch dims: Σ over the batch of A_iᵀ·g_i is one product over the
+            // flattened rows (K = batch·M), far better for the GEMM than a batch of small
+            // products followed by a reduction.
+            const int64_t rows = shape_numel(leading_dims(full_out, 1));
+            const Tensor a_rows = ad.reshape({rows, a2_shape.back()});
+            const Tensor g_rows = g.reshape({rows, full_out.back()});
+            d = tb ? b::matmul(g_rows, a_rows, true, false)
+                   : b::matmul(a_rows, g_rows, true, false);
+          } else {
+            // dop(B) = op(A)ᵀ·g; stored transposed (tb): dB = gᵀ·op(A).
+            d = tb ? b::matmul(g, ad, true, ta) : b::matmul(ad, g, !ta, false);
+          }
+          gb = b::sum_to_shape(d, b2_shape).reshape(shape_b);
+        }
+        return std::vector<Tensor>{ga, gb};
+      });
+}
+
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+  const bool has_bias = bias.defined();
+  const std::vector<Variable> inputs =
+      has_bias ? std::vector<Variable>{x, weight, bias} : std::vector<Variable>{x, weight};
+  const OpRecord rec = inspect_inputs(inputs);
+  Tensor out = b::linear(x.data(), weight.data(), has_bias ? bias.data() : Tensor());
+  if (!rec.any) return Variable(std::move(out), false);
+
+  const int64_t in_features = weight.size(1);
+  const int64_t out_features = weight.size(0);
+  const int64_t rows = shape_numel(leading_dims(x.shape(), 1));
+  return record_op(
+      "linear", out, inputs,
+      [needs = rec.needs, has_bias, xd = rec.needs[1] ? x.data() : Tensor(),
+       wd = rec.needs[0] ? weight.data() : Tensor(), shape_x = x.shape(), in_features, out_features,
+       rows](const Tensor& grad) {
+        // Over the flattened rows: x: [R, In], W: [Out, In], g: [R, Out].
+        const Tensor g = grad.reshape({rows, out_features});
+        std::vector<Tensor> grads(has_bias ? 3 : 2);
+        // dx = g·W: [R, In].
+        if (needs[0]) grads[0] = b::matmul(g, wd).reshape(shape_x);
+        // dW = gᵀ·x: [Out, In], the transpose read through strides.
+        if (needs[1]) {
+          grads[1] = b::matmul(g, xd.reshape({rows, in_features}), /*transpose_a=*/true);
+        }
+        // db = Σ_r g[r, :]: [Out].
+        if (has_bias && needs[2]) grads[2] = b::reduce_sum(g, {0}, /*keepdim=*/false);
+        return grads;
+      });
+}
+
+}  // namespace rota

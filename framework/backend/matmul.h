@@ -1,0 +1,39 @@
+// Matrix products on tensors (matmul, linear, accumulate): oneDNN for f32/bf16, a loop for f64.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "framework/tensor/tensor.h"
+
+namespace rota::backend {
+
+/// Batched matrix product with NumPy broadcasting of the batch dims, like torch.matmul.
+/// a: [..., M, K] ([..., K, M] with transpose_a), b: [..., K, N] ([..., N, K] with transpose_b)
+/// → [broadcast(a..., b...), M, N], contiguous. A 1-D a is a [1, K] row and a 1-D b a [K, 1]
+/// column whose unit dim is dropped from the result (transpose flags do not apply to 1-D).
+/// dtypes: f32·f32 → f32 and bf16·bf16 → f32 through oneDNN (f32 accumulation), f64·f64 → f64
+/// through a blocked reference loop. Transposed and permuted views are read in place through
+/// oneDNN strides; only views oneDNN cannot express (e.g. step slices) are copied.
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
+
+/// out += matmul(a, b, transpose_a, transpose_b), fused through oneDNN's sum post-op.
+/// out must have exactly the result's shape and dtype; its elements are updated in place
+/// (out may be a view; the handle itself is not changed).
+void matmul_accumulate(const Tensor& out, const Tensor& a, const Tensor& b,
+                       bool transpose_a = false, bool transpose_b = false);
+
+/// y = x·weightᵀ + bias with the bias fused into the product.
+/// x: [..., In], weight: [Out, In] (PyTorch layout, read as a transposed view), bias: [Out] or
+/// undefined for none → y: [..., Out]. bf16 x and weight take an f32 or bf16 bias.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+/// Number of oneDNN matmul primitives currently cached (one per distinct layout).
+size_t matmul_cache_size();
+/// Empties the primitive cache.
+void clear_matmul_cache();
+/// How many operands have been copied to a dense layout because oneDNN could not read their
+/// strides (a diagnostic: transposed and permuted views should never count).
+int64_t matmul_operand_copies();
+
+}  // namespace rota::backend

@@ -1,0 +1,167 @@
+// Linear attention layer: projections → φ → LRPE → fused kernel → norm → output projection.
+#include "framework/nn/attention/linear_attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/autograd/ops/elementwise.h"
+#include "framework/autograd/ops/linear_attention.h"
+#include "framework/autograd/ops/shape.h"
+#include "framework/backend/linear_attention.h"
+
+namespace rota::nn {
+
+LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generator& gen)
+    : options_(options) {
+  const int64_t e = options.dim;
+  ROTA_CHECK(e > 0 && options.heads > 0 && e % options.heads == 0,
+             "LinearAttention: dim {} must be a positive multiple of heads {}", e, options.heads);
+  ROTA_CHECK(options.chunk_size >= 1, "LinearAttention: chunk_size must be >= 1, got {}",
+             options.chunk_size);
+  const LinearOptions proj{e, e, true, options.dtype, options.init_std};
+  q_proj_ = register_module("q_proj", std::make_shared<Linear>(proj, gen));
+  k_proj_ = register_module("k_proj", std::make_shared<Linear>(proj, gen));
+  v_proj_ = register_module("v_proj", std::make_shared<Linear>(proj, gen));
+  out_proj_ = register_module("out_proj", std::make_shared<Linear>(proj, gen));
+  if (options.norm == LinearAttentionNorm::kLayerNorm) {
+    layer_norm_ = register_module(
+        "norm", std::make_shared<LayerNorm>(NormOptions{e, 1e-5, true, options.dtype}));
+  } else if (options.norm == LinearAttentionNorm::kRmsNorm) {
+    rms_norm_ = register_module(
+        "norm", std::make_shared<RMSNorm>(NormOptions{e, 1e-6, true, options.dtype}));
+  }
+  ROTA_CHECK(!(options.lrpe && options.permute_former),
+             "LinearAttention: choose LRPE or PermuteFormer, not both");
+  if (options.permute_former) {
+    permute_former_ = register_module(
+        "permute_former", std::make_shared<PermuteFormer>(options.heads, head_dim(), gen));
+  }
+  if (options.lrpe) {
+    LrpeOptions lo = *options.lrpe;
+    lo.head_dim = head_dim();
+    lo.dtype = options.dtype;
+    lrpe_ = register_module("lrpe", std::make_shared<Lrpe>(lo, gen));
+  }
+  if (options.norm == LinearAttentionNorm::kDenominator) {
+    // φ(q)·Σφ(k) is only a valid normaliser when every feature is >= 0; otherwise it can be
+    // zero or negative and the output explodes.
+    ROTA_CHECK(feature_map_is_nonnegative(options.feature_map),
+               "LinearAttention: the denominator needs non-negative features, but feature map "
+               "'{}' is signed; use norm = layer_norm or rms_norm",
+               feature_map_name(options.feature_map));
+    ROTA_CHECK(!lrpe_ || !lrpe_->makes_features_signed(),
+               "LinearAttention: this positional encoding (LRPE rotations / Householder P) makes "
+               "the features signed, so the denominator is ill-defined; use norm = layer_norm "
+               "or rms_norm");
+  }
+}
+
+int64_t LinearAttention::feature_dim() const {
+  return lrpe_ ? lrpe_->feature_dim() : head_dim();
+}
+
+Variable LinearAttention::features(const Variable& x, int64_t offset) const {
+  if (permute_former_)
+    return apply_feature_map(options_.feature_map, permute_former_->permute(x, offset));
+  const Variable phi = apply_feature_map(options_.feature_map, x);
+  return lrpe_ ? lrpe_->forward(phi, offset) : phi;
+}
+
+Variable LinearAttention::scale_by_decay(const Variable& features, int64_t offset, int sign) const {
+  const int64_t h = options_.heads, n = features.size(2);
+  const std::vector<double> gamma = permute_former_->decay(DType::kF64).to_double_vector();
+  // Weights γ^(s−t) for t > s exceed 1 and grow geometrically with the length: refuse lengths
+  // where γ^(−t) leaves the float range instead of returning inf/NaN.
+  const double worst = (offset + n - 1) * -std::log(*std::min_element(gamma.begin(), gamma.end()));
+  ROTA_CHECK(worst < 80.0,
+             "LinearAttention: bidirectional PermuteFormer weights γ^(s−t) reach e^{:.0f} at "
+             "length {}; this baseline is defined only for shorter sequences (max {})",
+             worst, offset + n,
+             static_cast<int64_t>(80.0 / -std::log(*std::min_element(gamma.begin(), gamma.end()))));
+  std::vector<double> scale(h * n);
+  for (int64_t hh = 0; hh < h; ++hh) {
+    for (int64_t s = 0; s < n; ++s)
+      scale[hh * n + s] = std::pow(gamma[hh], sign * double(offset + s));
+  }
+  return features * Variable(tensor_from(scale, {1, h, n, 1}, features.dtype()));
+}
+
+Variable LinearAttention::finish(const Variable& heads_out) const {
+  const int64_t b = heads_out.size(0), n = heads_out.size(2);
+  Variable merged = reshape(permute(heads_out, {0, 2, 1, 3}), {b, n, options_.dim});
+  if (layer_norm_) merged = layer_norm_->forward(merged);
+  if (rms_norm_) merged = rms_norm_->forward(merged);
+  return out_proj_->forward(merged);
+}
+
+Variable LinearAttention::forward(const Variable& x, const Tensor& key_mask, int64_t offset) const {
+  ROTA_CHECK(x.dim() == 3 && x.size(2) == options_.dim,
+             "LinearAttention: input {} must be [B, N, {}]", shape_str(x.shape()), options_.dim);
+  ROTA_CHECK(!key_mask.defined() || !options_.causal,
+             "LinearAttention: a key padding mask applies to bidirectional attention only (a "
+             "causal model never attends to later padding)");
+  const int64_t b = x.size(0), n = x.size(1), h = options_.heads, d = head_dim();
+  auto split_heads = [&](const Variable& t) {  // [B, N, E] → [B, H, N, D] (a view)
+    return permute(reshape(t, {b, n, h, d}), {0, 2, 1, 3});
+  };
+  Variable q = features(split_heads(q_proj_->forward(x)), offset);
+  Variable k = features(split_heads(k_proj_->forward(x)), offset);
+  const Tensor decay = permute_former_ ? permute_former_->decay(x.dtype()) : Tensor();
+  if (permute_former_ && !options_.causal) {
+    q = scale_by_decay(q, offset, +1);
+    k = scale_by_decay(k, offset, -1);
+  }
+  Variable v = split_heads(v_proj_->forward(x));
+  const bool with_denominator = options_.norm == LinearAttentionNorm::kDenominator;
+  if (with_denominator) {
+    // One kernel call gives numerator and denominator: attend over [v, 1].
+    v = concat({v, Variable(ones({b, h, n, 1}, x.dtype()))}, -1);
+  }
+  Variable out = options_.causal ? causal_linear_attention(q, k, v, options_.chunk_size, decay)
+                                 : bidirectional_linear_attention(q, k, v, key_mask);
+  if (with_denominator) {
+    const auto parts = split(out, {d, 1}, -1);
+    out = parts[0] / clamp_min(parts[1], options_.denominator_eps);
+  }
+  return finish(out);
+}
+
+LinearAttentionState LinearAttention::initial_state(int64_t batch) const {
+  LinearAttentionState state;
+  state.kv = zeros({batch * options_.heads, feature_dim(), head_dim() + 1}, options_.dtype);
+  return state;
+}
+
+Tensor LinearAttention::step(const Tensor& x, LinearAttentionState& state) const {
+  ROTA_CHECK(options_.causal, "LinearAttention: step() needs a causal layer");
+  ROTA_CHECK(x.dim() == 2 && x.size(1) == options_.dim,
+             "LinearAttention: step input {} must be [B, {}]", shape_str(x.shape()), options_.dim);
+  NoGradGuard no_grad;
+  const int64_t b = x.size(0), h = options_.heads, d = head_dim();
+  ROTA_CHECK(state.kv.defined() && state.kv.size(0) == b * h,
+             "LinearAttention: state is for batch {}, input for batch {}",
+             state.kv.defined() ? state.kv.size(0) / h : 0, b);
+  const Variable xv(x.reshape({b, 1, options_.dim}));
+  auto to_heads = [&](const Variable& t) {  // [B, 1, E] → [B, H, 1, D]
+    return permute(reshape(t, {b, 1, h, d}), {0, 2, 1, 3});
+  };
+  const Tensor q = features(to_heads(q_proj_->forward(xv)), state.position).data();
+  const Tensor k = features(to_heads(k_proj_->forward(xv)), state.position).data();
+  const Tensor v = to_heads(v_proj_->forward(xv)).data();
+  const int64_t f = feature_dim();
+  Tensor v1 = Tensor::empty({b * h, d + 1}, x.dtype());
+  v1.narrow(1, 0, d).copy_from(v.reshape({b * h, d}));
+  v1.narrow(1, d, 1).fill(1.0);
+  const Tensor decay = permute_former_ ? permute_former_->decay(x.dtype()) : Tensor();
+  const Tensor o = backend::causal_linear_attention_step(
+      q.reshape({b * h, f}), k.reshape({b * h, f}), v1, state.kv, decay);
+  ++state.position;
+  Variable out(o.narrow(1, 0, d).contiguous());
+  if (options_.norm == LinearAttentionNorm::kDenominator) {
+    out = out / clamp_min(Variable(o.narrow(1, d, 1).contiguous()), options_.denominator_eps);
+  }
+  return finish(reshape(out, {b, h, 1, d})).data().reshape({b, options_.dim});
+}
+
+}  // namespace rota::nn

@@ -1,0 +1,82 @@
+// Multi-head linear attention layer (causal or bidirectional) with LRPE on its features.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "framework/nn/attention/feature_map.h"
+#include "framework/nn/linear.h"
+#include "framework/nn/norm.h"
+#include "framework/nn/position/lrpe.h"
+#include "framework/nn/position/permute_former.h"
+
+namespace rota::nn {
+
+/// How the attention output is normalised.
+enum class LinearAttentionNorm {
+  kLayerNorm,    // no denominator, LayerNorm over the model width after attention (LRPE form)
+  kRmsNorm,      // no denominator, RMSNorm instead
+  kDenominator,  // classic φ(q)·Σφ(k) with a clamp at eps; positive features only
+};
+
+struct LinearAttentionOptions {
+  int64_t dim = 0;    // model width E
+  int64_t heads = 1;  // H; head dim D = E / H
+  bool causal = true;
+  FeatureMap feature_map = FeatureMap::kOnePlusElu;
+  LinearAttentionNorm norm = LinearAttentionNorm::kLayerNorm;
+  double denominator_eps = 1e-6;
+  int64_t chunk_size = 64;          // causal kernel's chunk C
+  std::optional<LrpeOptions> lrpe;  // positional encoding of the features (head_dim is set
+                                    // from dim / heads); none = NoPE inside attention
+  bool permute_former = false;      // the PER baseline instead of LRPE (exclusive with lrpe)
+  double init_std = 0.0;            // see LinearOptions::init_std
+  DType dtype = DType::kF32;
+};
+
+/// Carried state for token-by-token generation: S = Σ k̃ᵀ [v, 1] per head and the position of
+/// the next token.
+struct LinearAttentionState {
+  Tensor kv;             // [B·H, F, D + 1] (the extra column sums k̃ for the denominator)
+  int64_t position = 0;  // s of the next token
+};
+
+/// Children: `q_proj`, `k_proj`, `v_proj`, `out_proj` (Linear with bias), `norm` (LayerNorm /
+/// RMSNorm over E, absent with the denominator), `lrpe` or `permute_former` (when configured).
+class LinearAttention : public Module {
+ public:
+  LinearAttention(const LinearAttentionOptions& options, Generator& gen);
+
+  /// x: [B, N, E] → [B, N, E]. key_mask: bidirectional only, [B, N] with 0 for padding.
+  /// offset: position of the first row (for continuing a sequence).
+  Variable forward(const Variable& x, const Tensor& key_mask = Tensor(), int64_t offset = 0) const;
+
+  /// A fresh generation state for batch size B.
+  LinearAttentionState initial_state(int64_t batch) const;
+  /// One token per sequence: x: [B, E] → [B, E], updating state. Same outputs as the causal
+  /// forward over the whole prefix; cost independent of the prefix length. No gradient.
+  Tensor step(const Tensor& x, LinearAttentionState& state) const;
+
+  const LinearAttentionOptions& options() const { return options_; }
+  int64_t head_dim() const { return options_.dim / options_.heads; }
+  /// Feature dimension F after the positional encoding.
+  int64_t feature_dim() const;
+
+ private:
+  /// q or k [B, H, N, D] → features [B, H, N, F]: φ then LRPE at positions offset + n
+  /// (PermuteFormer: permutation powers, then φ).
+  Variable features(const Variable& x, int64_t offset) const;
+  /// PermuteFormer's bidirectional decay γ^s on queries (sign = +1) or γ^(−t) on keys (−1).
+  Variable scale_by_decay(const Variable& features, int64_t offset, int sign) const;
+  /// [B, H, N, D] → [B, N, E] → norm → out_proj.
+  Variable finish(const Variable& heads_out) const;
+
+  LinearAttentionOptions options_;
+  std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_;
+  std::shared_ptr<LayerNorm> layer_norm_;
+  std::shared_ptr<RMSNorm> rms_norm_;
+  std::shared_ptr<Lrpe> lrpe_;
+  std::shared_ptr<PermuteFormer> permute_former_;
+};
+
+}  // namespace rota::nn

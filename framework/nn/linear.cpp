@@ -1,0 +1,41 @@
+// Linear layer.
+#include "framework/nn/linear.h"
+
+#include <cmath>
+
+#include "framework/autograd/ops/matmul.h"
+#include "framework/nn/init.h"
+
+namespace rota::nn {
+
+Linear::Linear(const LinearOptions& options, Generator& gen) : options_(options) {
+  ROTA_CHECK(options.in_features > 0 && options.out_features > 0,
+             "Linear: features must be positive, got in={} out={}", options.in_features,
+             options.out_features);
+  const double bound = 1.0 / std::sqrt(static_cast<double>(options.in_features));
+  Tensor w = Tensor::empty({options.out_features, options.in_features}, options.dtype);
+  if (options.init_std > 0) {
+    init::normal_(w, gen, 0.0, options.init_std);
+  } else {
+    init::uniform_(w, gen, -bound, bound);
+  }
+  weight_ = register_parameter("weight", w);
+  if (options.bias) {
+    Tensor b = Tensor::empty({options.out_features}, options.dtype);
+    if (options.init_std > 0) {
+      init::zeros_(b);
+    } else {
+      init::uniform_(b, gen, -bound, bound);
+    }
+    bias_ = register_parameter("bias", b);
+  }
+}
+
+Variable Linear::forward(const Variable& x) const {
+  ROTA_CHECK(x.dim() >= 1 && x.size(-1) == options_.in_features,
+             "Linear: input {} does not end in in_features = {}", shape_str(x.shape()),
+             options_.in_features);
+  return linear(x, weight_, bias_);
+}
+
+}  // namespace rota::nn

@@ -1,0 +1,73 @@
+// LRPE module (Type 1/2/3 × P = identity / Householder / odd-even) and RoPE as its special case.
+#pragma once
+
+#include <string>
+
+#include "framework/backend/lrpe.h"
+#include "framework/nn/module.h"
+#include "framework/tensor/random.h"
+
+namespace rota::nn {
+
+/// Which orthogonal P mixes the features before Λ(s).
+enum class LrpeP {
+  kIdentity,
+  kHouseholderLearnable,  // raw v trained; forward uses w = v / (‖v‖ + 1e-6)
+  kHouseholderFrozen,     // v ~ N(0, I) normalised once at init, not trained (paper configs)
+  kOddEven,               // interleave the two halves: u[2k] = x[k], u[2k+1] = x[⌈D/2⌉+k]
+};
+
+struct LrpeOptions {
+  int64_t head_dim = 0;                                     // D
+  backend::LrpeCore core = backend::LrpeCore::kOrthogonal;  // Type 1 / 2 / 3
+  backend::LrpePairing pairing = backend::LrpePairing::kAdjacent;
+  LrpeP p = LrpeP::kHouseholderLearnable;
+  bool learn_theta = true;      // θ learnable (Types 1, 2); frozen when false
+  double theta_base = 10000.0;  // θ_j = base^(−2j/D)
+  DType dtype = DType::kF32;
+};
+
+/// Parses "type1"|"unitary", "type2"|"orthogonal", "type3"|"permutation".
+backend::LrpeCore parse_lrpe_core(const std::string& name);
+/// Parses "identity", "householder" (learnable), "householder_frozen", "odd_even".
+LrpeP parse_lrpe_p(const std::string& name);
+
+/// Applies W_s = Λ(s)·P (the trailing Pᴴ dropped, exact for orthogonal P) to attention
+/// features. One instance per layer, shared by all heads and by queries and keys.
+/// Parameters / buffers: `theta` [D] (Type 1) or [⌊D/2⌋] (Type 2), frozen when !learn_theta;
+/// `householder_v` [D] (trainable for kHouseholderLearnable, frozen unit vector for
+/// kHouseholderFrozen); buffer `permutation` [D] i64 (Type 3, drawn once at init).
+class Lrpe : public Module {
+ public:
+  Lrpe(const LrpeOptions& options, Generator& gen);
+
+  /// x: [..., N, D] with position s = offset + n for row n → [..., N, F] (fused kernel).
+  Variable forward(const Variable& x, int64_t offset = 0) const;
+  /// The same transform composed from autograd primitives (matmul, index_select, gather,
+  /// concat, elementwise): the reference the fused kernel is tested against.
+  Variable forward_composed(const Variable& x, int64_t offset = 0) const;
+
+  /// F: 2D for Type 1, D otherwise.
+  int64_t feature_dim() const;
+  /// True when the features can become negative (every LRPE variant can, except Type 3 with
+  /// a permutation P or identity, which only reorders positive features).
+  bool makes_features_signed() const;
+  const LrpeOptions& options() const { return options_; }
+
+ private:
+  /// The unit Householder vector in use (differentiable for the learnable variant).
+  Variable householder_unit_vector() const;
+  backend::LrpeKernelConfig kernel_config(int64_t offset) const;
+
+  LrpeOptions options_;
+  Variable theta_;
+  Variable householder_v_;
+  Tensor permutation_;
+};
+
+/// Rotary position embedding: Type 2 rotation, identity P, frozen θ_k = base^(−2k/D).
+LrpeOptions rope_options(int64_t head_dim,
+                         backend::LrpePairing pairing = backend::LrpePairing::kHalf,
+                         double base = 10000.0, DType dtype = DType::kF32);
+
+}  // namespace rota::nn

@@ -1,0 +1,197 @@
+// LinearAttention layer: recurrent generation == full causal pass, gradients of every
+// parameter, padding masks, denominator validation.
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "framework/nn/attention/linear_attention.h"
+#include "tests/support/allclose.h"
+#include "tests/support/gradcheck.h"
+
+namespace rota {
+namespace {
+
+using nn::LinearAttention;
+using nn::LinearAttentionNorm;
+using nn::LinearAttentionOptions;
+using testing::allclose;
+
+LinearAttentionOptions small_options(bool causal, LinearAttentionNorm norm, bool with_lrpe) {
+  LinearAttentionOptions o;
+  o.dim = 6;
+  o.heads = 2;
+  o.causal = causal;
+  o.norm = norm;
+  o.chunk_size = 2;
+  o.dtype = DType::kF64;
+  if (with_lrpe) o.lrpe = nn::LrpeOptions{};
+  return o;
+}
+
+struct StepCase {
+  std::string name;
+  LinearAttentionNorm norm;
+  std::optional<nn::LrpeOptions> lrpe;
+};
+
+class RecurrentStep : public ::testing::TestWithParam<StepCase> {};
+
+TEST_P(RecurrentStep, TokenByTokenEqualsFullCausalPass) {
+  const StepCase& c = GetParam();
+  Generator gen(1);
+  LinearAttentionOptions o = small_options(true, c.norm, false);
+  o.lrpe = c.lrpe;
+  LinearAttention layer(o, gen);
+  const int64_t b = 2, n = 7;
+  const Tensor x = randn({b, n, o.dim}, gen, 0, 1, DType::kF64);
+  const Tensor full = layer.forward(Variable(x)).data();
+  auto state = layer.initial_state(b);
+  for (int64_t t = 0; t < n; ++t) {
+    const Tensor y = layer.step(x.slice(1, t, t + 1).squeeze(1), state);
+    EXPECT_TRUE(allclose(y, full.slice(1, t, t + 1).squeeze(1), 1e-10, 1e-10)) << "t=" << t;
+  }
+  EXPECT_EQ(state.position, n);
+}
+
+nn::LrpeOptions lrpe_with(backend::LrpeCore core, nn::LrpeP p) {
+  nn::LrpeOptions l;
+  l.core = core;
+  l.p = p;
+  return l;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, RecurrentStep,
+    ::testing::Values(StepCase{"NoPELayerNorm", LinearAttentionNorm::kLayerNorm, std::nullopt},
+                      StepCase{"Type2HouseholderLayerNorm", LinearAttentionNorm::kLayerNorm,
+                               lrpe_with(backend::LrpeCore::kOrthogonal,
+                                         nn::LrpeP::kHouseholderLearnable)},
+                      StepCase{"Type1OddEvenRmsNorm", LinearAttentionNorm::kRmsNorm,
+                               lrpe_with(backend::LrpeCore::kUnitary, nn::LrpeP::kOddEven)},
+                      StepCase{"Type3IdentityDenominator", LinearAttentionNorm::kDenominator,
+                               lrpe_with(backend::LrpeCore::kPermutation, nn::LrpeP::kIdentity)},
+                      StepCase{"NoPEDenominator", LinearAttentionNorm::kDenominator, std::nullopt}),
+    [](const ::testing::TestParamInfo<StepCase>& info) { return info.param.name; });
+
+struct GradCase {
+  std::string name;
+  bool causal;
+  LinearAttentionNorm norm;
+  bool lrpe;
+};
+
+class LayerGradient : public ::testing::TestWithParam<GradCase> {};
+
+TEST_P(LayerGradient, InputsAndEveryParameter) {
+  const GradCase& c = GetParam();
+  Generator gen(2);
+  LinearAttention layer(small_options(c.causal, c.norm, c.lrpe), gen);
+  Variable x(randn({2, 5, 6}, gen, 0, 1, DType::kF64), true);
+  const Tensor mask = c.causal ? Tensor() : tensor_from({1, 1, 1, 1, 0, 1, 1, 1, 1, 1}, {2, 5});
+  std::vector<Variable> leaves = {x};
+  for (const auto& [name, p] : layer.named_parameters()) leaves.push_back(p);
+  testing::GradcheckOptions options;
+  EXPECT_TRUE(
+      testing::gradcheck_variables([&] { return layer.forward(x, mask); }, leaves, options));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, LayerGradient,
+    ::testing::Values(GradCase{"CausalLrpeLayerNorm", true, LinearAttentionNorm::kLayerNorm, true},
+                      GradCase{"BidirectionalLrpeRmsNorm", false, LinearAttentionNorm::kRmsNorm,
+                               true},
+                      GradCase{"CausalDenominator", true, LinearAttentionNorm::kDenominator, false},
+                      GradCase{"BidirectionalDenominatorMasked", false,
+                               LinearAttentionNorm::kDenominator, false}),
+    [](const ::testing::TestParamInfo<GradCase>& info) { return info.param.name; });
+
+TEST(PermuteFormerLayer, RecurrentEqualsFullAndGradientsCheck) {
+  Generator gen(7);
+  LinearAttentionOptions o = small_options(true, LinearAttentionNorm::kDenominator, false);
+  o.permute_former = true;
+  LinearAttention causal(o, gen);
+  const Tensor x = randn({2, 9, 6}, gen, 0, 1, DType::kF64);
+  const Tensor full = causal.forward(Variable(x)).data();
+  auto state = causal.initial_state(2);
+  for (int64_t t = 0; t < 9; ++t) {
+    EXPECT_TRUE(allclose(causal.step(x.slice(1, t, t + 1).squeeze(1), state),
+                         full.slice(1, t, t + 1).squeeze(1), 1e-10, 1e-10));
+  }
+  for (bool is_causal : {true, false}) {
+    o.causal = is_causal;
+    LinearAttention layer(o, gen);
+    Variable xv(randn({2, 5, 6}, gen, 0, 1, DType::kF64), true);
+    std::vector<Variable> leaves = {xv};
+    for (const auto& [name, p] : layer.named_parameters()) leaves.push_back(p);
+    EXPECT_TRUE(testing::gradcheck_variables([&] { return layer.forward(xv); }, leaves));
+  }
+}
+
+TEST(PermuteFormerLayer, BidirectionalRefusesLengthsBeyondFloatRange) {
+  // Bidirectional PER weights pairs by γ^(s−t), which grows like γ^(−N) for t > s: finite
+  // outputs at moderate length, a clear error where the weights would overflow.
+  Generator gen(8);
+  LinearAttentionOptions o = small_options(false, LinearAttentionNorm::kDenominator, false);
+  o.permute_former = true;
+  LinearAttention layer(o, gen);
+  const Tensor x = randn({1, 120, 6}, gen, 0, 1, DType::kF64);
+  for (double y : layer.forward(Variable(x)).data().to_double_vector()) {
+    ASSERT_TRUE(std::isfinite(y));
+  }
+  const Tensor too_long = randn({1, 2000, 6}, gen, 0, 1, DType::kF64);
+  EXPECT_THROW(layer.forward(Variable(too_long)), Error);
+}
+
+TEST(LinearAttentionLayer, ChunkSizeDoesNotChangeTheOutput) {
+  Generator gen(3);
+  LinearAttentionOptions o = small_options(true, LinearAttentionNorm::kLayerNorm, true);
+  LinearAttention a(o, gen);
+  o.chunk_size = 5;
+  Generator gen2(3);
+  LinearAttention b(o, gen2);  // same seed → same parameters
+  const Tensor x = randn({1, 11, 6}, gen, 0, 1, DType::kF64);
+  EXPECT_TRUE(allclose(a.forward(Variable(x)).data(), b.forward(Variable(x)).data(), 1e-12, 1e-12));
+}
+
+TEST(LinearAttentionLayer, PaddingDoesNotLeakIntoRealPositions) {
+  Generator gen(4);
+  LinearAttention layer(small_options(false, LinearAttentionNorm::kLayerNorm, true), gen);
+  Tensor x = randn({1, 6, 6}, gen, 0, 1, DType::kF64);
+  const Tensor mask = tensor_from({1, 1, 1, 1, 0, 0}, {1, 6});
+  const Tensor before = layer.forward(Variable(x), mask).data().slice(1, 0, 4);
+  x.slice(1, 4, 6).copy_from(randn({1, 2, 6}, gen, 0, 50, DType::kF64));
+  const Tensor after = layer.forward(Variable(x), mask).data().slice(1, 0, 4);
+  EXPECT_TRUE(allclose(after, before, 1e-12, 1e-12));
+}
+
+TEST(LinearAttentionLayer, DenominatorRejectsSignedFeatures) {
+  Generator gen(5);
+  LinearAttentionOptions o = small_options(true, LinearAttentionNorm::kDenominator, true);
+  try {
+    LinearAttention layer(o, gen);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("denominator is ill-defined"), std::string::npos)
+        << e.what();
+  }
+  o.lrpe.reset();
+  o.feature_map = nn::FeatureMap::kIdentity;
+  EXPECT_THROW(LinearAttention(o, gen), Error);
+}
+
+TEST(LinearAttentionLayer, ShapeErrorsAreClear) {
+  Generator gen(6);
+  LinearAttention layer(small_options(true, LinearAttentionNorm::kLayerNorm, false), gen);
+  try {
+    layer.forward(Variable(zeros({2, 3, 5}, DType::kF64)));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("LinearAttention: input [2,3,5] must be [B, N, 6]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace rota

@@ -1,0 +1,165 @@
+#!/usr/bin/python3
+"""Writes golden cases for Rota's LinearAttention layer with LRPE (tests/golden/linear_attention/).
+
+An independent PyTorch implementation of the layer from ../shared/design/lrpe.md: projections
+with biases, phi = 1 + elu, LRPE (P then Lambda(s)), attention without a denominator (causal:
+tril(QK^T)V; bidirectional: Q(K^T V) with padded keys removed), LayerNorm over the model width,
+output projection. Each case stores the parameters (Rota's dotted names), the input, the
+upstream gradient, the output and every gradient, in float64.
+
+Run with Debian's python3-torch:  /usr/bin/python3 tests/reference/linear_attention_reference.py
+"""
+import json
+import math
+import os
+
+import torch
+
+torch.set_num_threads(2)
+torch.set_flush_denormal(True)
+torch.set_default_dtype(torch.float64)
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden", "linear_attention")
+B, N, E, H = 2, 7, 8, 2
+D = E // H
+
+
+def thetas(core, d):
+    m = d if core == "type1" else d // 2
+    return torch.tensor([10000.0 ** (-2.0 * j / d) for j in range(m)])
+
+
+def odd_even_index(d):
+    h = (d + 1) // 2
+    return [j // 2 if j % 2 == 0 else h + (j - 1) // 2 for j in range(d)]
+
+
+def apply_p(x, p, v):
+    if p == "identity":
+        return x
+    if p == "householder":
+        w = v / (v.norm() + 1e-6)  # learnable Householder: normalised in every forward
+        return x - 2.0 * (x @ w).unsqueeze(-1) * w
+    if p == "odd_even":
+        return x[..., odd_even_index(x.shape[-1])]
+    raise ValueError(p)
+
+
+def perm_powers(perm, n):
+    # idx_0 = identity, idx_s[j] = idx_{s-1}[perm[j]]
+    d = len(perm)
+    idx = list(range(d))
+    rows = []
+    for _ in range(n):
+        rows.append(list(idx))
+        idx = [idx[perm[j]] for j in range(d)]
+    return torch.tensor(rows)
+
+
+def apply_core(u, core, theta, perm):
+    n, d = u.shape[-2], u.shape[-1]
+    s = torch.arange(n, dtype=torch.float64).unsqueeze(-1)
+    if core == "type1":
+        a = s * theta
+        return torch.cat([u * torch.cos(a), u * torch.sin(a)], dim=-1)
+    if core == "type2":
+        a = s * theta  # [N, D/2], adjacent pairs (2k, 2k+1)
+        out = u.clone()
+        x0, x1 = u[..., 0::2][..., : d // 2], u[..., 1::2][..., : d // 2]
+        y0 = x0 * torch.cos(a) - x1 * torch.sin(a)
+        y1 = x0 * torch.sin(a) + x1 * torch.cos(a)
+        out = torch.stack([y0, y1], dim=-1).reshape(*u.shape[:-1], 2 * (d // 2))
+        if d % 2:
+            out = torch.cat([out, u[..., -1:]], dim=-1)
+        return out
+    if core == "type3":
+        table = perm_powers(perm, n)  # [N, D]
+        return torch.gather(u, -1, table.expand(u.shape))
+    raise ValueError(core)
+
+
+def layer(x, params, core, p, causal, key_mask, perm):
+    def proj(name, t):
+        return t @ params[name + ".weight"].T + params[name + ".bias"]
+
+    def heads(t):
+        return t.reshape(B, N, H, D).permute(0, 2, 1, 3)
+
+    def feats(t):
+        phi = torch.where(t > 0, t + 1.0, torch.exp(t))  # 1 + elu
+        u = apply_p(phi, p, params.get("lrpe.householder_v"))
+        return apply_core(u, core, params.get("lrpe.theta"), perm)
+
+    q = feats(heads(proj("q_proj", x)))
+    k = feats(heads(proj("k_proj", x)))
+    v = heads(proj("v_proj", x))
+    if causal:
+        scores = torch.tril(q @ k.transpose(-1, -2))
+        o = scores @ v
+    else:
+        m = key_mask.reshape(B, 1, N, 1)
+        o = q @ (k.transpose(-1, -2) @ (v * m))
+    o = o.permute(0, 2, 1, 3).reshape(B, N, E)
+    o = torch.nn.functional.layer_norm(o, (E,), params["norm.weight"], params["norm.bias"], 1e-5)
+    return proj("out_proj", o)
+
+
+def tensor_entry(t):
+    return {"shape": list(t.shape), "data": [float(f"{v:.17g}") for v in t.flatten().tolist()]}
+
+
+def make_case(core, p, causal, seed):
+    g = torch.Generator().manual_seed(seed)
+    params = {}
+    for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+        params[name + ".weight"] = torch.randn(E, E, generator=g) / math.sqrt(E)
+        params[name + ".bias"] = 0.1 * torch.randn(E, generator=g)
+    params["norm.weight"] = 1.0 + 0.1 * torch.randn(E, generator=g)
+    params["norm.bias"] = 0.1 * torch.randn(E, generator=g)
+    if core != "type3":
+        params["lrpe.theta"] = thetas(core, D) + 0.05 * torch.rand(D if core == "type1" else D // 2, generator=g)
+    if p == "householder":
+        params["lrpe.householder_v"] = torch.randn(D, generator=g)
+    perm = torch.randperm(D, generator=g).tolist() if core == "type3" else None
+    x = torch.randn(B, N, E, generator=g)
+    key_mask = torch.ones(B, N)
+    if not causal:
+        key_mask[1, N - 2:] = 0.0  # the second sequence ends in two padding tokens
+    upstream = torch.randn(B, N, E, generator=g)
+
+    leaves = {k: t.clone().requires_grad_(True) for k, t in params.items()}
+    xl = x.clone().requires_grad_(True)
+    out = layer(xl, leaves, core, p, causal, key_mask, perm)
+    out.backward(upstream)
+
+    tensors = {"input": x, "upstream": upstream, "output": out.detach(), "grad.input": xl.grad}
+    if not causal:
+        tensors["key_mask"] = key_mask
+    if perm is not None:
+        tensors["lrpe.permutation"] = torch.tensor(perm, dtype=torch.float64)
+    for k, t in params.items():
+        tensors["param." + k] = t
+        tensors["grad." + k] = leaves[k].grad
+    return {
+        "config": {"core": core, "p": p, "causal": causal, "batch": B, "length": N, "dim": E,
+                   "heads": H},
+        "tensors": {k: tensor_entry(t) for k, t in tensors.items()},
+    }
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    seed = 0
+    for core in ("type1", "type2", "type3"):
+        for p in ("identity", "householder", "odd_even"):
+            for causal in (True, False):
+                seed += 1
+                case = make_case(core, p, causal, seed)
+                name = f"{core}_{p}_{'causal' if causal else 'bidirectional'}.json"
+                with open(os.path.join(OUT, name), "w") as f:
+                    json.dump(case, f, separators=(",", ":"))
+                print("wrote", name)
+
+
+if __name__ == "__main__":
+    main()
