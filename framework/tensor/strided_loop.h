@@ -61,3 +61,38 @@ void for_each_strided_pair(const Shape& shape, const Strides& sa, const Strides&
 }
 
 }  // namespace rota
+
+namespace rota {
+
+/// Calls row(offset_a, offset_b) for rows [row_begin, row_end) of the innermost dim, where a
+/// row is one index of all dims but the last; offsets point at the row's first element.
+/// Lets callers split rows across threads.
+template <typename F>
+void for_each_row_pair(const Shape& shape, const Strides& sa, const Strides& sb, int64_t row_begin,
+                       int64_t row_end, F&& row) {
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  if (row_begin >= row_end) return;
+  std::vector<int64_t> index(nd > 0 ? nd - 1 : 0, 0);
+  int64_t rest = row_begin;
+  int64_t base_a = 0;
+  int64_t base_b = 0;
+  for (int64_t d = nd - 2; d >= 0; --d) {
+    index[d] = rest % shape[d];
+    rest /= shape[d];
+    base_a += index[d] * sa[d];
+    base_b += index[d] * sb[d];
+  }
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    row(base_a, base_b);
+    for (int64_t d = nd - 2; d >= 0; --d) {
+      base_a += sa[d];
+      base_b += sb[d];
+      if (++index[d] < shape[d]) break;
+      base_a -= sa[d] * shape[d];
+      base_b -= sb[d] * shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace rota

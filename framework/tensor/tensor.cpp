@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include "framework/tensor/strided_loop.h"
 
@@ -329,8 +330,33 @@ void Tensor::copy_from(const Tensor& src) {
       using S = decltype(src_tag);
       D* dst = data<D>();
       const S* s = src.data<S>();
-      for_each_strided_pair(shape_, strides_, src.strides(),
-                            [&](int64_t od, int64_t os) { dst[od] = convert<D>(s[os]); });
+      // Rows of the innermost dim, split across threads when the copy is large enough to pay
+      // for the fork (permute-then-contiguous is on every attention layer's path).
+      const int64_t inner = dim() ? shape_.back() : 1;
+      const int64_t rows = numel() / inner;
+      const int64_t sd = dim() ? strides_.back() : 1;
+      const int64_t ss = dim() ? src.strides().back() : 1;
+      auto copy_rows = [&](int64_t r0, int64_t r1) {
+        for_each_row_pair(shape_, strides_, src.strides(), r0, r1, [&](int64_t od, int64_t os) {
+          D* d = dst + od;
+          const S* x = s + os;
+          if (sd == 1 && ss == 1) {
+            for (int64_t i = 0; i < inner; ++i) d[i] = convert<D>(x[i]);
+          } else {
+            for (int64_t i = 0; i < inner; ++i) d[i * sd] = convert<D>(x[i * ss]);
+          }
+        });
+      };
+      if (numel() < (int64_t{1} << 16) || rows == 1) {
+        copy_rows(0, rows);
+      } else {
+#pragma omp parallel
+        {
+          const int64_t nt = omp_get_num_threads();
+          const int64_t id = omp_get_thread_num();
+          copy_rows(rows * id / nt, rows * (id + 1) / nt);
+        }
+      }
     });
   });
 }
