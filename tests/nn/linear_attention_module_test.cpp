@@ -143,6 +143,31 @@ TEST(PermuteFormerLayer, BidirectionalRefusesLengthsBeyondFloatRange) {
   EXPECT_THROW(layer.forward(Variable(too_long)), Error);
 }
 
+TEST(LinearAttentionLayer, EncodingsSelectableByName) {
+  Generator gen(9);
+  const Tensor x = randn({1, 5, 6}, gen, 0, 1, DType::kF64);
+  for (const char* name : {"nope", "sinusoidal", "learned", "rope", "permute_former", "lrpe"}) {
+    LinearAttentionOptions o = nn::with_position_encoding(
+        small_options(true, LinearAttentionNorm::kLayerNorm, false), name);
+    LinearAttention layer(o, gen);
+    EXPECT_EQ(layer.forward(Variable(x)).shape(), (Shape{1, 5, 6})) << name;
+    const bool has_lrpe = std::string(name) == "rope" || std::string(name) == "lrpe";
+    EXPECT_EQ(o.lrpe.has_value(), has_lrpe) << name;
+    EXPECT_EQ(o.permute_former, std::string(name) == "permute_former") << name;
+  }
+  const LinearAttentionOptions rope = nn::with_position_encoding(
+      small_options(true, LinearAttentionNorm::kLayerNorm, false), "rope");
+  EXPECT_EQ(rope.lrpe->p, nn::LrpeP::kIdentity);
+  EXPECT_FALSE(rope.lrpe->learn_theta);
+  try {
+    nn::with_position_encoding(small_options(true, LinearAttentionNorm::kLayerNorm, false),
+                               "alibi");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown name 'alibi'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(LinearAttentionLayer, ChunkSizeDoesNotChangeTheOutput) {
   Generator gen(3);
   LinearAttentionOptions o = small_options(true, LinearAttentionNorm::kLayerNorm, true);

@@ -9,8 +9,31 @@
 #include "framework/autograd/ops/linear_attention.h"
 #include "framework/autograd/ops/shape.h"
 #include "framework/backend/linear_attention.h"
+#include "framework/nn/position/linear_position.h"
 
 namespace rota::nn {
+
+LinearAttentionOptions with_position_encoding(LinearAttentionOptions options,
+                                              const std::string& name, const LrpeOptions& lrpe) {
+  options.lrpe.reset();
+  options.permute_former = false;
+  switch (parse_linear_position_encoding(name)) {
+    case LinearPositionEncoding::kNone:
+    case LinearPositionEncoding::kSinusoidal:
+    case LinearPositionEncoding::kLearned:
+      break;
+    case LinearPositionEncoding::kRope:
+      options.lrpe = rope_options(options.dim / std::max<int64_t>(options.heads, 1));
+      break;
+    case LinearPositionEncoding::kPermuteFormer:
+      options.permute_former = true;
+      break;
+    case LinearPositionEncoding::kLrpe:
+      options.lrpe = lrpe;
+      break;
+  }
+  return options;
+}
 
 LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generator& gen)
     : options_(options) {

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "framework/nn/attention/feature_map.h"
 #include "framework/nn/linear.h"
@@ -33,6 +34,13 @@ struct LinearAttentionOptions {
   double init_std = 0.0;            // see LinearOptions::init_std
   DType dtype = DType::kF32;
 };
+
+/// Sets the feature-level encoding of `options` from a family name ("nope", "rope",
+/// "permute_former", "lrpe" with `lrpe` giving Type × P × θ; "sinusoidal" and "learned" act on
+/// the embeddings, so they leave attention without an encoding). Returns the updated options.
+LinearAttentionOptions with_position_encoding(LinearAttentionOptions options,
+                                              const std::string& name,
+                                              const LrpeOptions& lrpe = LrpeOptions{});
 
 /// Carried state for token-by-token generation: S = Σ k̃ᵀ [v, 1] per head and the position of
 /// the next token.
