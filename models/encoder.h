@@ -1,0 +1,48 @@
+// The shared trunk of every model: token embedding (+ absolute positions) and the blocks.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "framework/nn/embedding.h"
+#include "framework/nn/module_list.h"
+#include "framework/nn/position/absolute.h"
+#include "models/transformer_block.h"
+
+namespace rota::models {
+
+/// Generation state of the whole trunk: one recurrent state per block.
+struct EncoderState {
+  std::vector<nn::LinearAttentionState> layers;
+  int64_t position = 0;
+};
+
+/// Children: `embed`, optionally `pos_embed` (learned absolute), `blocks.<i>`, `final_norm`
+/// (pre-norm models). Masked LM and classifier share these names, so a classifier can start
+/// from a masked LM checkpoint.
+class Encoder : public nn::Module {
+ public:
+  Encoder(const ModelOptions& options, bool causal, Generator& init_gen,
+          std::shared_ptr<Generator> dropout_gen);
+  /// ids: i64 [B, N] → hidden states [B, N, E]. key_mask: bidirectional only, [B, N].
+  Variable forward(const Tensor& ids, const Tensor& key_mask = Tensor()) const;
+  EncoderState initial_state(int64_t batch) const;
+  /// One token per sequence: ids [B] → hidden [B, E] (causal trunks only; no gradient).
+  Tensor step(const Tensor& ids, EncoderState& state) const;
+  const nn::Embedding& embedding() const { return *embed_; }
+  const ModelOptions& options() const { return options_; }
+
+ private:
+  /// Token embeddings (scaled) plus absolute positions starting at `offset`: [B, N, E].
+  Variable embed(const Tensor& ids, int64_t offset) const;
+
+  ModelOptions options_;
+  std::shared_ptr<nn::Embedding> embed_;
+  std::shared_ptr<nn::SinusoidalPositionEmbedding> sinusoidal_;
+  std::shared_ptr<nn::LearnedPositionEmbedding> learned_;
+  std::shared_ptr<nn::Dropout> dropout_;
+  std::shared_ptr<nn::ModuleList<TransformerBlock>> blocks_;
+  std::shared_ptr<nn::LayerNorm> final_norm_;
+};
+
+}  // namespace rota::models

@@ -1,0 +1,90 @@
+// Causal LM, masked LM and classifier.
+#include "models/language_models.h"
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/autograd/ops/elementwise.h"
+#include "framework/autograd/ops/loss.h"
+#include "framework/autograd/ops/matmul.h"
+#include "framework/autograd/ops/reduce.h"
+#include "framework/autograd/ops/shape.h"
+
+namespace rota::models {
+
+CausalLm::CausalLm(const ModelOptions& o, Generator& init_gen,
+                   std::shared_ptr<Generator> dropout_gen) {
+  encoder_ = register_module("encoder", std::make_shared<Encoder>(o, true, init_gen, dropout_gen));
+  if (!o.tie_embeddings) {
+    lm_head_ = register_module(
+        "lm_head",
+        std::make_shared<nn::Linear>(
+            nn::LinearOptions{o.dim, o.vocab_size, false, o.dtype, o.init_std}, init_gen));
+  }
+}
+
+Variable CausalLm::project(const Variable& hidden) const {
+  if (lm_head_) return lm_head_->forward(hidden);
+  return matmul(hidden, encoder_->embedding().weight(), false, true);
+}
+
+Variable CausalLm::forward(const Tensor& ids) const {
+  return project(encoder_->forward(ids));
+}
+
+Variable CausalLm::loss(const Tensor& ids, const Tensor& targets) const {
+  return cross_entropy(forward(ids), targets);
+}
+
+Tensor CausalLm::step(const Tensor& ids, EncoderState& state) const {
+  NoGradGuard no_grad;
+  return project(Variable(encoder_->step(ids, state))).data();
+}
+
+MaskedLm::MaskedLm(const ModelOptions& o, Generator& init_gen,
+                   std::shared_ptr<Generator> dropout_gen) {
+  encoder_ = register_module("encoder", std::make_shared<Encoder>(o, false, init_gen, dropout_gen));
+  mlm_norm_ = register_module(
+      "mlm_norm", std::make_shared<nn::LayerNorm>(nn::NormOptions{o.dim, 1e-5, true, o.dtype}));
+  mlm_bias_ = register_parameter("mlm_bias", zeros({o.vocab_size}, o.dtype));
+}
+
+Variable MaskedLm::forward(const Tensor& ids, const Tensor& key_mask) const {
+  const Variable h = mlm_norm_->forward(encoder_->forward(ids, key_mask));
+  return matmul(h, encoder_->embedding().weight(), false, true) + mlm_bias_;
+}
+
+Variable MaskedLm::loss(const Tensor& ids, const Tensor& targets, const Tensor& key_mask) const {
+  return cross_entropy(forward(ids, key_mask), targets);
+}
+
+Classifier::Classifier(const ModelOptions& o, Generator& init_gen,
+                       std::shared_ptr<Generator> dropout_gen)
+    : options_(o) {
+  ROTA_CHECK(o.num_classes >= 2, "classifier: num_classes must be >= 2, got {}", o.num_classes);
+  encoder_ = register_module("encoder", std::make_shared<Encoder>(o, false, init_gen, dropout_gen));
+  dropout_ = register_module("dropout", std::make_shared<nn::Dropout>(o.dropout, dropout_gen));
+  head_ = register_module(
+      "classifier",
+      std::make_shared<nn::Linear>(
+          nn::LinearOptions{o.dim, o.num_classes, true, o.dtype, o.init_std}, init_gen));
+}
+
+Variable Classifier::forward(const Tensor& ids, const Tensor& key_mask) const {
+  const Variable h = encoder_->forward(ids, key_mask);  // [B, N, E]
+  Variable pooled;
+  if (options_.pooling == Pooling::kFirstToken) {
+    pooled = squeeze(narrow(h, 1, 0, 1), 1);
+  } else {
+    // Mean over real tokens: Σ_t m_t h_t / Σ_t m_t.
+    const int64_t b = ids.size(0), n = ids.size(1);
+    Tensor m = key_mask.defined() ? key_mask.to(h.dtype()) : ones({b, n}, h.dtype());
+    const Variable mv(m.reshape({b, n, 1}));
+    pooled = sum(h * mv, {1}) / sum(mv, {1});
+  }
+  return head_->forward(dropout_->forward(pooled));
+}
+
+Variable Classifier::loss(const Tensor& ids, const Tensor& key_mask, const Tensor& labels) const {
+  return cross_entropy(forward(ids, key_mask), labels);
+}
+
+}  // namespace rota::models

@@ -1,0 +1,67 @@
+// The three model kinds: causal LM, masked LM and sequence classifier, on the shared Encoder.
+#pragma once
+
+#include <memory>
+
+#include "framework/nn/linear.h"
+#include "models/encoder.h"
+
+namespace rota::models {
+
+/// Decoder-only LM. Children: `encoder` (causal), `lm_head` (absent when tied: logits use
+/// the token embedding's weight).
+class CausalLm : public nn::Module {
+ public:
+  CausalLm(const ModelOptions& options, Generator& init_gen,
+           std::shared_ptr<Generator> dropout_gen);
+  /// ids [B, N] → logits [B, N, V].
+  Variable forward(const Tensor& ids) const;
+  /// Mean cross-entropy of next-token targets [B, N] (ignore_index −100).
+  Variable loss(const Tensor& ids, const Tensor& targets) const;
+  EncoderState initial_state(int64_t batch) const { return encoder_->initial_state(batch); }
+  /// Feeds one token per sequence (ids [B]); returns next-token logits [B, V].
+  Tensor step(const Tensor& ids, EncoderState& state) const;
+  const Encoder& encoder() const { return *encoder_; }
+
+ private:
+  Variable project(const Variable& hidden) const;
+  std::shared_ptr<Encoder> encoder_;
+  std::shared_ptr<nn::Linear> lm_head_;
+};
+
+/// Bidirectional LM trained by masked-token prediction. Children: `encoder`, `mlm_norm`,
+/// `mlm_bias` (output bias over the vocabulary; the projection is the tied embedding).
+class MaskedLm : public nn::Module {
+ public:
+  MaskedLm(const ModelOptions& options, Generator& init_gen,
+           std::shared_ptr<Generator> dropout_gen);
+  /// ids [B, N], key_mask [B, N] (1 real, 0 padding) → logits [B, N, V].
+  Variable forward(const Tensor& ids, const Tensor& key_mask = Tensor()) const;
+  /// Cross-entropy over the masked positions (targets −100 elsewhere).
+  Variable loss(const Tensor& ids, const Tensor& targets, const Tensor& key_mask = Tensor()) const;
+
+ private:
+  std::shared_ptr<Encoder> encoder_;
+  std::shared_ptr<nn::LayerNorm> mlm_norm_;
+  Variable mlm_bias_;
+};
+
+/// Sequence classifier: the masked LM's encoder (same parameter names, so `init_from` a masked
+/// LM checkpoint works), pooling, dropout and a linear head. Children: `encoder`, `classifier`.
+class Classifier : public nn::Module {
+ public:
+  Classifier(const ModelOptions& options, Generator& init_gen,
+             std::shared_ptr<Generator> dropout_gen);
+  /// ids [B, N], key_mask [B, N] → class logits [B, C].
+  Variable forward(const Tensor& ids, const Tensor& key_mask) const;
+  /// Mean cross-entropy against labels [B].
+  Variable loss(const Tensor& ids, const Tensor& key_mask, const Tensor& labels) const;
+
+ private:
+  ModelOptions options_;
+  std::shared_ptr<Encoder> encoder_;
+  std::shared_ptr<nn::Dropout> dropout_;
+  std::shared_ptr<nn::Linear> head_;
+};
+
+}  // namespace rota::models
