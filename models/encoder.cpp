@@ -17,7 +17,8 @@ Encoder::Encoder(const ModelOptions& o, bool causal, Generator& init_gen,
       "embed",
       std::make_shared<nn::Embedding>(
           nn::EmbeddingOptions{o.vocab_size, o.dim, std::nullopt, o.init_std, o.dtype}, init_gen));
-  if (o.position == nn::LinearPositionEncoding::kSinusoidal) {
+  if (o.position == nn::LinearPositionEncoding::kSinusoidal ||
+      (o.add_sinusoidal && nn::acts_on_features(o.position))) {
     sinusoidal_ = std::make_shared<nn::SinusoidalPositionEmbedding>(o.dim, o.dtype);
   } else if (o.position == nn::LinearPositionEncoding::kLearned) {
     learned_ =

@@ -33,6 +33,8 @@ struct ModelOptions {
   nn::LinearPositionEncoding position = nn::LinearPositionEncoding::kLrpe;
   nn::LrpeOptions lrpe;         // used when position == kLrpe
   int64_t max_positions = 512;  // learned absolute table size
+  bool add_sinusoidal = false;  // also add sinusoidal absolute embeddings next to a feature-level
+                                // encoding (the LRPE paper's LMs keep them)
   // Classifier.
   int64_t num_classes = 2;
   Pooling pooling = Pooling::kMean;

@@ -7,6 +7,7 @@
 #include "framework/autograd/ops/matmul.h"
 #include "framework/autograd/ops/reduce.h"
 #include "framework/optim/adam.h"
+#include "framework/optim/sgd.h"
 #include "framework/tensor/random.h"
 #include "framework/train/train_step.h"
 #include "tests/support/allclose.h"
@@ -63,7 +64,9 @@ TEST(StepRunner, NonFiniteLossStopsBeforeUpdating) {
   optim::SGD opt({w}, optim::SgdOptions{1.0});
   auto schedule = optim::make_schedule({optim::ScheduleName::kConstant, 1.0});
   train::StepRunner runner({w}, opt, *schedule, {1, 1.0});
-  EXPECT_THROW(runner.run([&] { return train::MicroBatch{sum(log(w - 2.0)), 1}; }),
+  EXPECT_THROW(runner.run([&] {
+    return train::MicroBatch{sum(log(w - 2.0)), 1};
+  }),
                train::NonFiniteError);
   EXPECT_TRUE(testing::allclose(w.data(), ones({2}, DType::kF64), 0, 0));
   EXPECT_EQ(runner.steps_done(), 0);

@@ -1,0 +1,176 @@
+// Opening corpora: registered names and local directories or files.
+#include "data/corpus/corpus.h"
+
+#include <algorithm>
+
+#include "data/corpus/locate.h"
+#include "data/corpus/text_split.h"
+#include "data/util/file_io.h"
+#include "framework/tensor/error.h"
+
+namespace rota::data {
+
+namespace {
+
+bool is_file(const std::filesystem::path& path) {
+  std::error_code error;
+  return std::filesystem::is_regular_file(path, error);
+}
+
+// The first of the candidate names present in dir, or an empty path.
+std::filesystem::path first_present(const std::filesystem::path& dir,
+                                    std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (is_file(dir / name)) return dir / name;
+  }
+  return {};
+}
+
+}  // namespace
+
+Corpus Corpus::open(std::string_view name_or_path, const DataOptions& options) {
+  Corpus corpus;
+  corpus.options_ = options;
+  if (const CorpusInfo* info = find_corpus(name_or_path)) {
+    corpus.info_ = *info;
+    corpus.name_ = info->name;
+    corpus.format_ = info->format;
+    if (!info->text_columns.empty()) corpus.text_columns_ = info->text_columns;
+    if (!info->label_column.empty()) corpus.label_column_ = info->label_column;
+    for (size_t i = 0; i < info->files.size(); ++i) {
+      const CorpusFile& file = info->files[i];
+      if (file.split == "all") {
+        const int bounds[4] = {0, info->split_percent[0], info->split_percent[1], 100};
+        const char* names[3] = {"train", "valid", "test"};
+        for (int s = 0; s < 3; ++s) {
+          SplitSource source;
+          source.split = names[s];
+          source.registered_file = static_cast<int>(i);
+          source.percent_begin = bounds[s];
+          source.percent_end = bounds[s + 1];
+          corpus.sources_.push_back(std::move(source));
+        }
+      } else {
+        SplitSource source;
+        source.split = file.split;
+        source.registered_file = static_cast<int>(i);
+        source.labeled = file.labeled;
+        source.columns = file.columns;
+        corpus.sources_.push_back(std::move(source));
+      }
+    }
+    return corpus;
+  }
+
+  const std::filesystem::path path(name_or_path);
+  std::error_code error;
+  ROTA_CHECK(std::filesystem::exists(path, error),
+             "data: '{}' is neither a registered corpus ({}) nor an existing file or directory",
+             name_or_path, registered_corpus_names());
+  corpus.name_ = path.string();
+  const auto add_cut = [&](std::vector<std::filesystem::path> files) {
+    const int bounds[4] = {0, 90, 95, 100};
+    const char* names[3] = {"train", "valid", "test"};
+    for (int s = 0; s < 3; ++s) {
+      SplitSource source;
+      source.split = names[s];
+      source.local_files = files;
+      source.percent_begin = bounds[s];
+      source.percent_end = bounds[s + 1];
+      corpus.sources_.push_back(std::move(source));
+    }
+  };
+  const auto add_split = [&](const char* split, const std::filesystem::path& file) {
+    if (file.empty()) return;
+    SplitSource source;
+    source.split = split;
+    source.local_files = {file};
+    corpus.sources_.push_back(std::move(source));
+  };
+
+  if (std::filesystem::is_directory(path, error)) {
+    if (is_file(path / "train.tsv")) {
+      corpus.format_ = CorpusFormat::kTsv;
+      add_split("train", path / "train.tsv");
+      add_split("valid", first_present(path, {"dev.tsv", "valid.tsv"}));
+      add_split("test", first_present(path, {"test.tsv"}));
+    } else if (is_file(path / "train.txt")) {
+      add_split("train", path / "train.txt");
+      add_split("valid", first_present(path, {"valid.txt", "validation.txt", "dev.txt"}));
+      add_split("test", first_present(path, {"test.txt"}));
+    } else {
+      std::vector<std::filesystem::path> files;
+      for (const auto& entry : std::filesystem::directory_iterator(path)) {
+        if (entry.is_regular_file() && entry.path().extension() == ".txt")
+          files.push_back(entry.path());
+      }
+      ROTA_CHECK(!files.empty(), "data: directory {} has no train.txt, train.tsv or *.txt files",
+                 path.string());
+      std::sort(files.begin(), files.end());
+      add_cut(std::move(files));
+    }
+  } else if (path.extension() == ".tsv") {
+    corpus.format_ = CorpusFormat::kTsv;
+    add_split("train", path);
+  } else {
+    add_cut({path});
+  }
+  return corpus;
+}
+
+std::vector<std::string> Corpus::splits() const {
+  std::vector<std::string> names;
+  for (const SplitSource& source : sources_) names.push_back(source.split);
+  return names;
+}
+
+bool Corpus::has_split(std::string_view split) const {
+  return std::any_of(sources_.begin(), sources_.end(),
+                     [&](const SplitSource& source) { return source.split == split; });
+}
+
+const Corpus::SplitSource& Corpus::source(std::string_view split) const {
+  for (const SplitSource& source : sources_) {
+    if (source.split == split) return source;
+  }
+  std::string names;
+  for (const SplitSource& source : sources_) names += (names.empty() ? "" : ", ") + source.split;
+  fail("data: corpus {} has no split '{}' (splits: {})", name_, split, names);
+}
+
+std::string Corpus::read_bytes(const SplitSource& source) const {
+  if (source.registered_file >= 0) {
+    const CorpusFile& file = info_.files[source.registered_file];
+    return read_file(locate_corpus_file(info_, file, options_));
+  }
+  std::string bytes;
+  for (const std::filesystem::path& file : source.local_files) {
+    if (!bytes.empty() && bytes.back() != '\n') bytes.push_back('\n');
+    bytes += read_file(file);
+  }
+  return bytes;
+}
+
+std::string Corpus::read_text(std::string_view split) const {
+  ROTA_CHECK(format_ == CorpusFormat::kText, "data: corpus {} is a TSV corpus; use tsv_split('{}')",
+             name_, split);
+  const SplitSource& from = source(split);
+  const std::string bytes = read_bytes(from);
+  if (from.percent_begin == 0 && from.percent_end == 100) return bytes;
+  return std::string(cut_by_characters(bytes, from.percent_begin, from.percent_end));
+}
+
+TsvSplit Corpus::tsv_split(std::string_view split) const {
+  ROTA_CHECK(format_ == CorpusFormat::kTsv, "data: corpus {} is a text corpus; use read_text('{}')",
+             name_, split);
+  const SplitSource& from = source(split);
+  TsvSplit result;
+  result.labeled = from.labeled;
+  result.columns = from.columns;
+  result.path = from.registered_file >= 0
+                    ? locate_corpus_file(info_, info_.files[from.registered_file], options_)
+                    : from.local_files.front();
+  return result;
+}
+
+}  // namespace rota::data

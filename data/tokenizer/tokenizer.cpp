@@ -1,0 +1,28 @@
+// Tokenizer id checks and load_tokenizer (dispatch on the saved kind).
+#include "data/tokenizer/tokenizer.h"
+
+#include "data/tokenizer/byte_tokenizer.h"
+#include "data/tokenizer/char_tokenizer.h"
+#include "data/tokenizer/sentencepiece_tokenizer.h"
+#include "data/tokenizer/tokenizer_config.h"
+#include "data/tokenizer/word_tokenizer.h"
+#include "framework/tensor/error.h"
+
+namespace rota::data {
+
+void Tokenizer::check_id(int64_t id, const char* who) const {
+  ROTA_CHECK(id >= 0 && id < vocab_size(), "{}: token id {} outside the vocabulary [0, {})", who,
+             id, vocab_size());
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& dir) {
+  const std::string kind = detail::read_config(dir).at("kind").get<std::string>();
+  if (kind == "byte") return ByteTokenizer::load(dir);
+  if (kind == "char") return CharTokenizer::load(dir);
+  if (kind == "word") return WordTokenizer::load(dir);
+  if (kind == "sentencepiece") return SentencePieceTokenizer::load(dir);
+  fail("tokenizer: {} has unknown kind '{}' (known: byte, char, word, sentencepiece)",
+       (dir / kTokenizerConfigFile).string(), kind);
+}
+
+}  // namespace rota::data

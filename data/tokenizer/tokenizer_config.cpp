@@ -1,0 +1,67 @@
+// tokenizer.json: the common header of every saved tokenizer.
+#include "data/tokenizer/tokenizer_config.h"
+
+#include "data/util/file_io.h"
+#include "framework/tensor/error.h"
+
+namespace rota::data::detail {
+
+nlohmann::json config_header(const Tokenizer& tokenizer) {
+  nlohmann::json config;
+  config["format"] = kTokenizerFormat;
+  config["version"] = kTokenizerFormatVersion;
+  config["kind"] = tokenizer.kind();
+  config["vocab_size"] = tokenizer.vocab_size();
+  nlohmann::json specials = nlohmann::json::object();
+  for (SpecialToken kind : tokenizer.specials().kinds()) {
+    specials[special_token_text(kind)] = tokenizer.specials().id(kind);
+  }
+  config["special_tokens"] = specials;
+  return config;
+}
+
+void write_config(const std::filesystem::path& dir, const nlohmann::json& config) {
+  std::filesystem::create_directories(dir);
+  write_file_atomic(dir / kTokenizerConfigFile, config.dump(2) + "\n");
+}
+
+nlohmann::json read_config(const std::filesystem::path& dir) {
+  const std::filesystem::path path = dir / kTokenizerConfigFile;
+  ROTA_CHECK(std::filesystem::exists(path), "tokenizer: {} not found (is {} a saved tokenizer?)",
+             path.string(), dir.string());
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    fail("tokenizer: {} is not valid JSON: {}", path.string(), e.what());
+  }
+  ROTA_CHECK(config.is_object() && config.value("format", "") == kTokenizerFormat,
+             "tokenizer: {} is not a Rota tokenizer (format tag '{}' expected)", path.string(),
+             kTokenizerFormat);
+  const int version = config.value("version", -1);
+  ROTA_CHECK(version == kTokenizerFormatVersion,
+             "tokenizer: {} has format version {}, this build reads version {}", path.string(),
+             version, kTokenizerFormatVersion);
+  ROTA_CHECK(config.contains("kind") && config["kind"].is_string(), "tokenizer: {} has no \"kind\"",
+             path.string());
+  return config;
+}
+
+SpecialTokens special_tokens_from_config(const nlohmann::json& config) {
+  SpecialTokens specials;
+  if (!config.contains("special_tokens")) return specials;
+  for (const auto& [text, id] : config["special_tokens"].items()) {
+    const auto kind = parse_special_token(text);
+    ROTA_CHECK(kind.has_value(), "tokenizer.json: unknown special token '{}'", text);
+    specials.set(*kind, id.get<int64_t>());
+  }
+  return specials;
+}
+
+void expect_kind(const nlohmann::json& config, const std::string& kind) {
+  const std::string got = config.at("kind").get<std::string>();
+  ROTA_CHECK(got == kind, "tokenizer: expected a '{}' tokenizer, tokenizer.json says '{}'", kind,
+             got);
+}
+
+}  // namespace rota::data::detail

@@ -1,0 +1,28 @@
+// Internal: reading and writing tokenizer.json (shared by the tokenizer implementations).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "data/tokenizer/tokenizer.h"
+
+namespace rota::data::detail {
+
+/// Format tag and version written into every tokenizer.json.
+inline constexpr const char* kTokenizerFormat = "rota.tokenizer";
+inline constexpr int kTokenizerFormatVersion = 1;
+
+/// The common fields: format, version, kind, vocab_size and special_tokens {"<pad>": id, ...}.
+nlohmann::json config_header(const Tokenizer& tokenizer);
+/// Writes config (pretty-printed) as dir/tokenizer.json, atomically; creates dir.
+void write_config(const std::filesystem::path& dir, const nlohmann::json& config);
+/// Reads dir/tokenizer.json and checks the format tag and version.
+nlohmann::json read_config(const std::filesystem::path& dir);
+/// The "special_tokens" object of a config as a SpecialTokens table.
+SpecialTokens special_tokens_from_config(const nlohmann::json& config);
+/// Checks that the config is of the expected kind (a clear error otherwise).
+void expect_kind(const nlohmann::json& config, const std::string& kind);
+
+}  // namespace rota::data::detail

@@ -1,0 +1,155 @@
+// Checkpoint directory writer (temporary directory, fsync, rename, pointer update) and reader.
+#include "framework/io/checkpoint.h"
+
+#include <fcntl.h>
+#include <stdio.h>  // renameat2, RENAME_EXCHANGE (GNU)
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <set>
+
+#include "framework/io/atomic_file.h"
+#include "framework/io/checkpoint_paths.h"
+#include "framework/io/crc32c.h"
+#include "framework/io/mapped_file.h"
+#include "framework/tensor/error.h"
+
+namespace fs = std::filesystem;
+
+namespace rota::io {
+namespace {
+
+bool is_standard_file(const std::string& name) {
+  return name == kModelFile || name == kOptimizerFile || name == kStateFile || name == kRecipeFile;
+}
+
+void check_extra_file_name(const std::string& name) {
+  ROTA_CHECK(!name.empty() && name.find('/') == std::string::npos && name != "." && name != ".." &&
+                 !is_standard_file(name) && name.find(".tmp") == std::string::npos,
+             "save_checkpoint: '{}' is not allowed as an extra file name", name);
+}
+
+FileCheck check_of(const fs::path& file) {
+  const MappedFile mapped(file);
+  FileCheck check;
+  check.set_name(file.filename().string());
+  check.set_size(mapped.size());
+  check.set_crc32c(crc32c(mapped.data(), mapped.size()));
+  return check;
+}
+
+// Moves the finished temporary directory to its final name. An existing directory of that name
+// (the same step saved again, e.g. after resuming from an earlier checkpoint) is swapped out
+// atomically with renameat2(RENAME_EXCHANGE), so the name always refers to a complete
+// checkpoint; filesystems without the exchange fall back to two renames.
+void move_into_place(const fs::path& temp_dir, const fs::path& final_dir) {
+  if (!fs::exists(final_dir)) {
+    fs::rename(temp_dir, final_dir);
+    return;
+  }
+  if (::renameat2(AT_FDCWD, temp_dir.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) == 0) {
+    fs::remove_all(temp_dir);  // now holds the replaced checkpoint
+    return;
+  }
+  ROTA_CHECK(errno == EINVAL || errno == ENOSYS, "save_checkpoint: rename {} to {}: {}",
+             temp_dir.string(), final_dir.string(), std::strerror(errno));
+  const fs::path old_dir = final_dir.string() + ".deleting";
+  fs::remove_all(old_dir);
+  fs::rename(final_dir, old_dir);
+  fs::rename(temp_dir, final_dir);
+  fs::remove_all(old_dir);
+}
+
+}  // namespace
+
+fs::path save_checkpoint(const fs::path& run_dir, const Checkpoint& checkpoint,
+                         const CheckpointSaveOptions& options) {
+  ROTA_CHECK(options.keep_last >= 0, "save_checkpoint: keep_last must be >= 0, got {}",
+             options.keep_last);
+  for (const auto& [name, unused] : checkpoint.extra_files) check_extra_file_name(name);
+  const fs::path dir = checkpoints_dir(run_dir);
+  const std::string name = checkpoint_dir_name(checkpoint.state.step());
+  const fs::path final_dir = dir / name;
+  const fs::path temp_dir = dir / (name + ".tmp");
+
+  const bool created = fs::create_directories(dir);
+  if (created) fsync_directory(dir.parent_path().empty() ? fs::path(".") : dir.parent_path());
+  fs::remove_all(temp_dir);  // a leftover of an interrupted save of the same step
+  fs::create_directory(temp_dir);
+
+  save_safetensors(temp_dir / kModelFile, checkpoint.model, options.model_metadata);
+  save_safetensors(temp_dir / kOptimizerFile, checkpoint.optimizer);
+  write_file_atomically(temp_dir / kRecipeFile, checkpoint.recipe_text);
+  for (const auto& [file, bytes] : checkpoint.extra_files) {
+    write_file_atomically(temp_dir / file, bytes);
+  }
+
+  TrainState state = checkpoint.state;
+  state.clear_files();
+  *state.add_files() = check_of(temp_dir / kModelFile);
+  *state.add_files() = check_of(temp_dir / kOptimizerFile);
+  *state.add_files() = check_of(temp_dir / kRecipeFile);
+  for (const auto& [file, unused] : checkpoint.extra_files) {
+    *state.add_files() = check_of(temp_dir / file);
+  }
+  state.set_saved_unix_time(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  write_file_atomically(temp_dir / kStateFile, encode_train_state(state));
+  fsync_directory(temp_dir);
+
+  move_into_place(temp_dir, final_dir);
+  fsync_directory(dir);
+  write_checkpoint_pointer(run_dir, "latest", name);
+  if (options.is_best) write_checkpoint_pointer(run_dir, "best", name);
+  prune_checkpoints(run_dir, options.keep_last, name);
+  return final_dir;
+}
+
+Checkpoint load_checkpoint(const fs::path& checkpoint_dir) {
+  const std::string where = checkpoint_dir.string();
+  ROTA_CHECK(fs::is_directory(checkpoint_dir), "checkpoint {}: not a directory", where);
+  for (const char* file : {kModelFile, kOptimizerFile, kStateFile, kRecipeFile}) {
+    ROTA_CHECK(fs::exists(checkpoint_dir / file), "checkpoint {}: missing {}", where, file);
+  }
+  Checkpoint checkpoint;
+  checkpoint.state = decode_train_state(read_file(checkpoint_dir / kStateFile),
+                                        (checkpoint_dir / kStateFile).string());
+
+  std::set<std::string> checked;
+  for (const FileCheck& check : checkpoint.state.files()) {
+    const std::string& file = check.name();
+    ROTA_CHECK(!file.empty() && file.find('/') == std::string::npos && file != kStateFile &&
+                   checked.insert(file).second,
+               "checkpoint {}: state.binpb lists an invalid file name '{}'", where, file);
+    const fs::path path = checkpoint_dir / file;
+    ROTA_CHECK(fs::exists(path), "checkpoint {}: missing {} (listed in state.binpb)", where, file);
+    const MappedFile mapped(path);
+    ROTA_CHECK(mapped.size() == check.size(),
+               "checkpoint {}: {} has {} bytes but state.binpb recorded {} (truncated, or from "
+               "another checkpoint)",
+               where, file, mapped.size(), check.size());
+    const uint32_t crc = crc32c(mapped.data(), mapped.size());
+    ROTA_CHECK(crc == check.crc32c(),
+               "checkpoint {}: {} has crc32c {:08x} but state.binpb recorded {:08x} (corrupted, "
+               "or from another checkpoint)",
+               where, file, crc, check.crc32c());
+    if (file == kModelFile) {
+      checkpoint.model = parse_safetensors(mapped.bytes(), path.string()).tensors;
+    } else if (file == kOptimizerFile) {
+      const auto tensors = parse_safetensors(mapped.bytes(), path.string()).tensors;
+      checkpoint.optimizer.assign(tensors.begin(), tensors.end());
+    } else if (file == kRecipeFile) {
+      checkpoint.recipe_text = std::string(mapped.bytes());
+    } else {
+      checkpoint.extra_files[file] = std::string(mapped.bytes());
+    }
+  }
+  for (const char* file : {kModelFile, kOptimizerFile, kRecipeFile}) {
+    ROTA_CHECK(checked.count(file) != 0, "checkpoint {}: state.binpb has no check for {}", where,
+               file);
+  }
+  return checkpoint;
+}
+
+}  // namespace rota::io

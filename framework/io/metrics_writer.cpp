@@ -1,0 +1,82 @@
+// metrics.jsonl writer (one object per line, one write() per line) and resume truncation.
+#include "framework/io/metrics_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "framework/io/atomic_file.h"
+#include "framework/tensor/error.h"
+
+namespace rota::io {
+
+std::string metric_record_json(const MetricRecord& record) {
+  nlohmann::ordered_json object = nlohmann::ordered_json::object();
+  for (const auto& [key, field] : record) {
+    ROTA_CHECK(!object.contains(key), "metrics: duplicate key '{}' in one record", key);
+    std::visit(
+        [&](const auto& v) {
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<V, double>) {
+            if (std::isfinite(v)) {
+              object[key] = v;
+            } else {
+              object[key] = nullptr;
+            }
+          } else {
+            object[key] = v;
+          }
+        },
+        field.value);
+  }
+  return object.dump();
+}
+
+MetricsWriter::MetricsWriter(const std::filesystem::path& path) : path_(path) {
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  ROTA_CHECK(fd_ >= 0, "MetricsWriter: cannot open {}: {}", path.string(), std::strerror(errno));
+}
+
+MetricsWriter::~MetricsWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void MetricsWriter::write(const MetricRecord& record) {
+  const std::string line = metric_record_json(record) + "\n";
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t written = ::write(fd_, line.data() + done, line.size() - done);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      fail("MetricsWriter: write {}: {}", path_.string(), std::strerror(errno));
+    }
+    done += static_cast<size_t>(written);
+  }
+}
+
+void truncate_metrics_after_step(const std::filesystem::path& path, int64_t step) {
+  if (!std::filesystem::exists(path)) return;
+  std::istringstream lines(read_file(path));
+  std::string kept;
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto object = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!object.is_object()) continue;
+    const auto found = object.find("step");
+    if (found != object.end() && found->is_number_integer() && found->get<int64_t>() > step) {
+      continue;
+    }
+    kept += line;
+    kept += '\n';
+  }
+  write_file_atomically(path, kept);
+}
+
+}  // namespace rota::io

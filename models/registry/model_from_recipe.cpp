@@ -1,0 +1,150 @@
+// Recipe → ModelOptions.
+#include "models/registry/model_from_recipe.h"
+
+namespace rota::models {
+
+namespace {
+
+nn::Activation activation_of(recipes::Model::Activation a) {
+  switch (a) {
+    case recipes::Model::RELU:
+      return nn::Activation::kRelu;
+    case recipes::Model::GELU:
+      return nn::Activation::kGelu;
+    case recipes::Model::GELU_TANH:
+      return nn::Activation::kGeluTanh;
+    case recipes::Model::SILU:
+      return nn::Activation::kSilu;
+  }
+  return nn::Activation::kGelu;
+}
+
+nn::FeatureMap feature_map_of(recipes::LinearAttention::FeatureMap f) {
+  switch (f) {
+    case recipes::LinearAttention::ONE_PLUS_ELU:
+      return nn::FeatureMap::kOnePlusElu;
+    case recipes::LinearAttention::RELU:
+      return nn::FeatureMap::kRelu;
+    case recipes::LinearAttention::SILU:
+      return nn::FeatureMap::kSilu;
+    case recipes::LinearAttention::IDENTITY:
+      return nn::FeatureMap::kIdentity;
+    case recipes::LinearAttention::EXP:
+      return nn::FeatureMap::kExp;
+  }
+  return nn::FeatureMap::kOnePlusElu;
+}
+
+nn::LinearAttentionNorm norm_of(recipes::LinearAttention::Normalization n) {
+  switch (n) {
+    case recipes::LinearAttention::LAYER_NORM:
+      return nn::LinearAttentionNorm::kLayerNorm;
+    case recipes::LinearAttention::RMS_NORM:
+      return nn::LinearAttentionNorm::kRmsNorm;
+    case recipes::LinearAttention::DENOMINATOR:
+      return nn::LinearAttentionNorm::kDenominator;
+  }
+  return nn::LinearAttentionNorm::kLayerNorm;
+}
+
+backend::LrpePairing pairing_of(recipes::Pairing p) {
+  return p == recipes::HALF ? backend::LrpePairing::kHalf : backend::LrpePairing::kAdjacent;
+}
+
+nn::LrpeP p_of(recipes::Lrpe::PMatrix p) {
+  switch (p) {
+    case recipes::Lrpe::IDENTITY:
+      return nn::LrpeP::kIdentity;
+    case recipes::Lrpe::HOUSEHOLDER:
+      return nn::LrpeP::kHouseholderLearnable;
+    case recipes::Lrpe::HOUSEHOLDER_FROZEN:
+      return nn::LrpeP::kHouseholderFrozen;
+    case recipes::Lrpe::ODD_EVEN:
+      return nn::LrpeP::kOddEven;
+  }
+  return nn::LrpeP::kHouseholderLearnable;
+}
+
+}  // namespace
+
+ModelOptions model_options_from_recipe(const recipes::Recipe& recipe, int64_t vocab_size) {
+  const recipes::Model& m = recipe.model();
+  ModelOptions o;
+  switch (m.kind()) {
+    case recipes::Model::CAUSAL_LM:
+      o.kind = ModelKind::kCausalLm;
+      break;
+    case recipes::Model::MASKED_LM:
+      o.kind = ModelKind::kMaskedLm;
+      break;
+    case recipes::Model::CLASSIFIER:
+      o.kind = ModelKind::kClassifier;
+      break;
+  }
+  o.vocab_size = vocab_size;
+  o.dim = m.width();
+  o.layers = m.layers();
+  o.heads = m.heads();
+  o.ffn_dim = m.has_ffn_width() ? m.ffn_width() : 4 * m.width();
+  o.activation = activation_of(m.ffn_activation());
+  o.norm_placement =
+      m.norm_placement() == recipes::Model::POST_NORM ? NormPlacement::kPost : NormPlacement::kPre;
+  o.final_norm = m.final_norm();
+  o.dropout = m.dropout();
+  o.scale_embeddings = m.embedding_scale() == recipes::Model::SQRT_WIDTH;
+  o.tie_embeddings = m.tie_embeddings();
+  o.init_std = m.init_std();
+  ROTA_CHECK(!m.attention().has_softmax(),
+             "model.attention.softmax: softmax-attention models are not wired into the model "
+             "registry yet (issue 4 / 5); use attention {{ linear {{}} }}");
+  const recipes::LinearAttention& la = m.attention().linear();
+  o.attention.feature_map = feature_map_of(la.feature_map());
+  o.attention.norm = norm_of(la.normalization());
+  o.attention.denominator_eps = la.denominator_eps();
+  o.attention.chunk_size = la.chunk_size();
+  const recipes::Position& p = m.position();
+  switch (p.encoding_case()) {
+    case recipes::Position::kNone:
+      o.position = nn::LinearPositionEncoding::kNone;
+      break;
+    case recipes::Position::kSinusoidal:
+      o.position = nn::LinearPositionEncoding::kSinusoidal;
+      break;
+    case recipes::Position::kLearnedAbsolute:
+      o.position = nn::LinearPositionEncoding::kLearned;
+      o.max_positions = p.learned_absolute().max_positions();
+      break;
+    case recipes::Position::kRope:
+      o.position = nn::LinearPositionEncoding::kLrpe;
+      o.lrpe = nn::rope_options(o.dim / o.heads, pairing_of(p.rope().pairing()), p.rope().base());
+      break;
+    case recipes::Position::kLrpe: {
+      o.position = nn::LinearPositionEncoding::kLrpe;
+      const recipes::Lrpe& l = p.lrpe();
+      o.lrpe.core = l.type() == 1   ? backend::LrpeCore::kUnitary
+                    : l.type() == 3 ? backend::LrpeCore::kPermutation
+                                    : backend::LrpeCore::kOrthogonal;
+      o.lrpe.pairing = pairing_of(l.pairing());
+      o.lrpe.p = p_of(l.p());
+      o.lrpe.learn_theta = l.learn_theta();
+      o.lrpe.theta_base = l.theta_base();
+      break;
+    }
+    case recipes::Position::kPermuteFormer:
+      o.position = nn::LinearPositionEncoding::kPermuteFormer;
+      break;
+    default:
+      fail(
+          "model.position: this encoding applies to softmax attention only, and this model "
+          "uses linear attention");
+  }
+  o.add_sinusoidal = p.add_sinusoidal();
+  if (m.has_classifier()) {
+    o.num_classes = m.classifier().num_classes();
+    o.pooling = m.classifier().pooling() == recipes::Classifier::CLS ? Pooling::kFirstToken
+                                                                     : Pooling::kMean;
+  }
+  return o;
+}
+
+}  // namespace rota::models

@@ -1,0 +1,123 @@
+// The table of fields that apply only to some recipes, with the reason shown to the user.
+#include "recipes/applicability.h"
+
+#include <functional>
+#include <map>
+
+#include "recipes/corpora.h"
+
+namespace rota::recipes {
+
+namespace pb = google::protobuf;
+
+namespace {
+
+using Reason = std::optional<std::string>;
+/// A rule: given the recipe and the message holding the field, why the field does not apply.
+using Rule = std::function<Reason(const Recipe&, const pb::Message&)>;
+
+template <typename Parent>
+Rule rule(std::function<Reason(const Recipe&, const Parent&)> check) {
+  return [check](const Recipe& recipe, const pb::Message& parent) {
+    return check(recipe, static_cast<const Parent&>(parent));
+  };
+}
+
+Reason unless(bool applies, const char* reason) {
+  return applies ? Reason() : Reason(reason);
+}
+
+Reason sentencepiece_only(const Tokenizer& tokenizer) {
+  if (tokenizer.has_path()) return "a reused tokenizer (path) is already trained";
+  return unless(tokenizer.kind() == Tokenizer::SENTENCEPIECE_BPE ||
+                    tokenizer.kind() == Tokenizer::SENTENCEPIECE_UNIGRAM,
+                "only SentencePiece kinds are trained with it");
+}
+
+const std::map<std::string, Rule>& rules() {
+  static const std::map<std::string, Rule> kRules = {
+      {"rota.recipes.Lrpe.learn_theta", rule<Lrpe>([](const Recipe&, const Lrpe& lrpe) {
+         return unless(lrpe.type() != 3, "LRPE type 3 (permutation) has no angles θ");
+       })},
+      {"rota.recipes.Lrpe.theta_base", rule<Lrpe>([](const Recipe&, const Lrpe& lrpe) {
+         return unless(lrpe.type() != 3, "LRPE type 3 (permutation) has no angles θ");
+       })},
+      {"rota.recipes.Lrpe.pairing", rule<Lrpe>([](const Recipe&, const Lrpe& lrpe) {
+         return unless(lrpe.type() == 2, "only LRPE type 2 pairs channels into rotations");
+       })},
+      {"rota.recipes.LinearAttention.denominator_eps",
+       rule<LinearAttention>([](const Recipe&, const LinearAttention& linear) {
+         return unless(linear.normalization() == LinearAttention::DENOMINATOR,
+                       "only used with normalization: DENOMINATOR");
+       })},
+      {"rota.recipes.Model.classifier", rule<Model>([](const Recipe&, const Model& model) {
+         return unless(model.kind() == Model::CLASSIFIER, "only for kind: CLASSIFIER");
+       })},
+      {"rota.recipes.Model.tie_embeddings", rule<Model>([](const Recipe&, const Model& model) {
+         return unless(model.kind() != Model::CLASSIFIER,
+                       "a CLASSIFIER has no vocabulary output to tie to the embeddings");
+       })},
+      {"rota.recipes.Data.mlm", rule<Data>([](const Recipe& recipe, const Data&) {
+         return unless(recipe.model().kind() == Model::MASKED_LM,
+                       "masking is only for kind: MASKED_LM");
+       })},
+      {"rota.recipes.Data.tsv", rule<Data>([](const Recipe&, const Data& data) {
+         const KnownCorpus* corpus = data.has_corpus() ? find_corpus(data.corpus()) : nullptr;
+         const bool text = data.has_text_dir() || (corpus != nullptr && !corpus->tsv);
+         return unless(!text, "TSV columns only apply to TSV data (tsv_dir, sst-2, cola)");
+       })},
+      {"rota.recipes.Tokenizer.vocab_size",
+       rule<Tokenizer>([](const Recipe&, const Tokenizer& tokenizer) -> Reason {
+         if (tokenizer.has_path()) return "a reused tokenizer (path) keeps its own vocabulary";
+         return unless(tokenizer.kind() != Tokenizer::BYTE && tokenizer.kind() != Tokenizer::CHAR,
+                       "BYTE and CHAR vocabularies are fixed by the data");
+       })},
+      {"rota.recipes.Tokenizer.character_coverage",
+       rule<Tokenizer>([](const Recipe&, const Tokenizer& tokenizer) {
+         return sentencepiece_only(tokenizer);
+       })},
+      {"rota.recipes.Tokenizer.byte_fallback",
+       rule<Tokenizer>([](const Recipe&, const Tokenizer& tokenizer) {
+         return sentencepiece_only(tokenizer);
+       })},
+      {"rota.recipes.Tokenizer.min_freq",
+       rule<Tokenizer>([](const Recipe&, const Tokenizer& tokenizer) -> Reason {
+         if (tokenizer.has_path()) return "a reused tokenizer (path) keeps its own vocabulary";
+         return unless(tokenizer.kind() == Tokenizer::WORD, "only WORD vocabularies use min_freq");
+       })},
+      {"rota.recipes.Train.sample", rule<Train>([](const Recipe& recipe, const Train&) {
+         return unless(recipe.model().kind() == Model::CAUSAL_LM,
+                       "only a CAUSAL_LM generates text");
+       })},
+      {"rota.recipes.Schedule.min_lr", rule<Schedule>([](const Recipe&, const Schedule& schedule) {
+         return unless(schedule.kind() != Schedule::CONSTANT,
+                       "a CONSTANT schedule has no minimum lr");
+       })},
+      {"rota.recipes.Position.add_sinusoidal",
+       rule<Position>([](const Recipe&, const Position& position) -> Reason {
+         switch (position.encoding_case()) {
+           case Position::kNone:
+             return "NoPE has no positions; for sinusoidal positions use `sinusoidal {}`";
+           case Position::kSinusoidal:
+             return "the encoding is already sinusoidal";
+           case Position::kLearnedAbsolute:
+             return "the encoding is already absolute (learned_absolute)";
+           default:
+             return std::nullopt;
+         }
+       })},
+  };
+  return kRules;
+}
+
+}  // namespace
+
+std::optional<std::string> inapplicable_reason(const Recipe& recipe, const pb::Message& parent,
+                                               const pb::FieldDescriptor& field) {
+  const auto& table = rules();
+  const auto found = table.find(field.full_name());
+  if (found == table.end()) return std::nullopt;
+  return found->second(recipe, parent);
+}
+
+}  // namespace rota::recipes

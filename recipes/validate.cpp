@@ -1,0 +1,565 @@
+// Validation of a recipe: ranges, cross-field rules and fields that do not apply.
+#include "recipes/validate.h"
+
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include "recipes/applicability.h"
+#include "recipes/corpora.h"
+#include "recipes/field_path.h"
+#include "recipes/upgrade.h"
+
+namespace rota::recipes {
+
+namespace pb = google::protobuf;
+
+namespace {
+
+/// Shortest text that reads back as the same double.
+std::string num(double value) {
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, result.ptr);
+}
+std::string num(int64_t value) {
+  return std::to_string(value);
+}
+std::string num(int value) {
+  return std::to_string(value);
+}
+
+/// Collects issues; one helper per kind of range.
+class Checker {
+ public:
+  explicit Checker(std::vector<Issue>& issues) : issues_(issues) {}
+
+  void fail(std::string path, std::string message) {
+    issues_.push_back({std::move(path), std::move(message)});
+  }
+  void at_least(const std::string& path, int64_t value, int64_t min) {
+    if (value < min) fail(path, "must be >= " + num(min) + " (got " + num(value) + ")");
+  }
+  void positive(const std::string& path, double value) {
+    if (!(value > 0.0)) fail(path, "must be > 0 (got " + num(value) + ")");
+  }
+  void non_negative(const std::string& path, double value) {
+    if (!(value >= 0.0)) fail(path, "must be >= 0 (got " + num(value) + ")");
+  }
+  void greater_than(const std::string& path, double value, double min) {
+    if (!(value > min)) fail(path, "must be > " + num(min) + " (got " + num(value) + ")");
+  }
+  /// [0, 1): probabilities that must leave something (dropout, momentum, betas).
+  void below_one(const std::string& path, double value) {
+    if (!(value >= 0.0 && value < 1.0)) fail(path, "must be in [0, 1) (got " + num(value) + ")");
+  }
+  void unit_interval(const std::string& path, double value) {
+    if (!(value >= 0.0 && value <= 1.0)) fail(path, "must be in [0, 1] (got " + num(value) + ")");
+  }
+  void open_unit_interval(const std::string& path, double value) {
+    if (!(value > 0.0 && value < 1.0)) fail(path, "must be in (0, 1) (got " + num(value) + ")");
+  }
+
+ private:
+  std::vector<Issue>& issues_;
+};
+
+const char* kind_name(const Model& model) {
+  return Model::Kind_Name(model.kind()).c_str();
+}
+
+bool bidirectional(const Model& model) {
+  return model.kind() != Model::CAUSAL_LM;
+}
+
+/// Linear attention unless softmax is chosen (an unset attention resolves to linear).
+bool uses_linear_attention(const Model& model) {
+  return !model.attention().has_softmax();
+}
+
+/// Names of the members of Position.encoding, for messages.
+std::string encoding_names() {
+  std::vector<std::string> names;
+  const pb::OneofDescriptor* oneof = Position::descriptor()->FindOneofByName("encoding");
+  for (int i = 0; i < oneof->field_count(); ++i) names.push_back(oneof->field(i)->name() + " {}");
+  return join(names);
+}
+
+/// Why the linear-attention features can be negative, or "" when they cannot.
+std::string signed_feature_reason(const Model& model) {
+  const LinearAttention& linear = model.attention().linear();
+  if (linear.feature_map() == LinearAttention::SILU ||
+      linear.feature_map() == LinearAttention::IDENTITY) {
+    return "feature map " + LinearAttention::FeatureMap_Name(linear.feature_map()) + " is signed";
+  }
+  const Position& position = model.position();
+  if (position.has_rope()) return "RoPE rotations make the features signed";
+  if (position.has_lrpe()) {
+    const Lrpe& lrpe = position.lrpe();
+    if (lrpe.type() == 1) return "LRPE type 1 (cos/sin) makes the features signed";
+    if (lrpe.type() == 2) return "LRPE type 2 rotations make the features signed";
+    if (lrpe.p() == Lrpe::HOUSEHOLDER || lrpe.p() == Lrpe::HOUSEHOLDER_FROZEN) {
+      return "a Householder P makes the features signed (type 3 keeps them non-negative only "
+             "with p: IDENTITY or ODD_EVEN)";
+    }
+  }
+  return "";
+}
+
+void check_linear_attention(Checker& check, const Model& model) {
+  const std::string path = "model.attention.linear";
+  const LinearAttention& linear = model.attention().linear();
+  check.at_least(path + ".chunk_size", linear.chunk_size(), 1);
+  if (linear.normalization() == LinearAttention::DENOMINATOR) {
+    check.positive(path + ".denominator_eps", linear.denominator_eps());
+    const std::string reason = signed_feature_reason(model);
+    if (!reason.empty()) {
+      check.fail(path + ".normalization", "the DENOMINATOR needs non-negative features, but " +
+                                              reason + "; use LAYER_NORM or RMS_NORM");
+    }
+  }
+}
+
+void check_softmax_attention(Checker& check, const Model& model) {
+  const std::string path = "model.attention.softmax";
+  const SoftmaxAttention& softmax = model.attention().softmax();
+  if (softmax.has_scale()) {
+    if (!std::isfinite(softmax.scale())) {
+      check.fail(path + ".scale", "must be finite (got " + num(softmax.scale()) + ")");
+    } else {
+      check.positive(path + ".scale", softmax.scale());
+    }
+  }
+  check.below_one(path + ".dropout", softmax.dropout());
+  if (softmax.has_streaming()) {
+    check.at_least(path + ".streaming.chunk", softmax.streaming().chunk(), 1);
+    check.at_least(path + ".streaming.left_memory", softmax.streaming().left_memory(), -1);
+  }
+}
+
+void check_position(Checker& check, const Recipe& recipe) {
+  const Model& model = recipe.model();
+  const Position& position = model.position();
+  const int sequence_length = recipe.data().sequence_length();
+  const bool linear = uses_linear_attention(model);
+  const std::string path = "model.position";
+  auto needs_linear = [&](const std::string& member, const std::string& what) {
+    if (!linear) {
+      check.fail(path + "." + member,
+                 what +
+                     " acts on linear-attention features; use attention { linear {} }, or a "
+                     "softmax encoding (rope, shaw, transformer_xl, skew, t5, alibi)");
+    }
+  };
+  auto needs_softmax = [&](const std::string& member, const std::string& what) {
+    if (linear) {
+      check.fail(path + "." + member,
+                 what +
+                     " needs softmax attention (linear attention never forms the N×N score "
+                     "matrix it acts on); use attention { softmax {} }");
+    }
+  };
+  switch (position.encoding_case()) {
+    case Position::ENCODING_NOT_SET:
+      check.fail(path, "no positional encoding chosen; set one of " + encoding_names() +
+                           " (none {} is NoPE)");
+      break;
+    case Position::kNone:
+      if (bidirectional(model)) {
+        check.fail(path + ".none",
+                   std::string("a ") + kind_name(model) +
+                       " cannot tell word order without positions (bidirectional attention is "
+                       "permutation-invariant; NoPE only works with causal attention); choose "
+                       "another encoding");
+      }
+      break;
+    case Position::kSinusoidal:
+      check.greater_than(path + ".sinusoidal.base", position.sinusoidal().base(), 1.0);
+      break;
+    case Position::kLearnedAbsolute: {
+      const int max_positions = position.learned_absolute().max_positions();
+      if (max_positions < sequence_length) {
+        check.fail(path + ".learned_absolute.max_positions", "must be >= data.sequence_length " +
+                                                                 num(sequence_length) + " (got " +
+                                                                 num(max_positions) + ")");
+      }
+      break;
+    }
+    case Position::kRope:
+      check.greater_than(path + ".rope.base", position.rope().base(), 1.0);
+      break;
+    case Position::kLrpe: {
+      const Lrpe& lrpe = position.lrpe();
+      needs_linear("lrpe", "LRPE");
+      if (lrpe.type() < 1 || lrpe.type() > 3) {
+        check.fail(path + ".lrpe.type", "must be 1, 2 or 3 (got " + num(lrpe.type()) + ")");
+      }
+      if (lrpe.type() != 3 && lrpe.has_theta_base()) {
+        check.greater_than(path + ".lrpe.theta_base", lrpe.theta_base(), 1.0);
+      }
+      break;
+    }
+    case Position::kPermuteFormer:
+      needs_linear("permute_former", "PermuteFormer");
+      break;
+    case Position::kShaw: {
+      const Shaw& shaw = position.shaw();
+      needs_softmax("shaw", "Shaw's relative tables");
+      check.at_least(path + ".shaw.clip", shaw.clip(), 1);
+      if (shaw.has_clip_left()) check.at_least(path + ".shaw.clip_left", shaw.clip_left(), 0);
+      if (shaw.has_clip_right()) check.at_least(path + ".shaw.clip_right", shaw.clip_right(), 0);
+      break;
+    }
+    case Position::kTransformerXl: {
+      const TransformerXl& xl = position.transformer_xl();
+      needs_softmax("transformer_xl", "Transformer-XL's relative attention");
+      if (xl.has_pe_width() && (xl.pe_width() < 2 || xl.pe_width() % 2 != 0)) {
+        check.fail(path + ".transformer_xl.pe_width",
+                   "must be even and >= 2 (got " + num(xl.pe_width()) + ")");
+      }
+      check.greater_than(path + ".transformer_xl.base", xl.base(), 1.0);
+      break;
+    }
+    case Position::kSkew: {
+      needs_softmax("skew", "The skew's relative embeddings");
+      const int max_len = position.skew().max_len();
+      if (max_len < sequence_length) {
+        check.fail(path + ".skew.max_len", "must be >= data.sequence_length " +
+                                               num(sequence_length) + " (got " + num(max_len) +
+                                               ")");
+      }
+      break;
+    }
+    case Position::kT5: {
+      const T5& t5 = position.t5();
+      needs_softmax("t5", "The T5 bias");
+      const bool both_ways = t5.has_bidirectional() ? t5.bidirectional() : bidirectional(model);
+      if (!both_ways && bidirectional(model)) {
+        check.fail(path + ".t5.bidirectional",
+                   std::string("a ") + kind_name(model) +
+                       " attends to later tokens too, and unidirectional buckets send every "
+                       "future key to bucket 0; set bidirectional: true");
+      }
+      const int min_buckets = both_ways ? 4 : 2;
+      if (t5.buckets() < min_buckets) {
+        check.fail(path + ".t5.buckets", "must be >= " + num(min_buckets) +
+                                             (both_ways ? " with bidirectional buckets" : "") +
+                                             " (got " + num(t5.buckets()) + ")");
+      } else {
+        // Exact range E = n'/2 with n' = N_b/2 (bidirectional) or N_b; the log buckets divide
+        // by ln(L/E), so L must exceed E.
+        const int exact = (both_ways ? t5.buckets() / 2 : t5.buckets()) / 2;
+        if (t5.max_distance() <= exact) {
+          check.fail(path + ".t5.max_distance", "must exceed the exact range " + num(exact) +
+                                                    " of " + num(t5.buckets()) + " buckets (got " +
+                                                    num(t5.max_distance()) + ")");
+        }
+      }
+      break;
+    }
+    case Position::kAlibi:
+      needs_softmax("alibi", "ALiBi's distance bias");
+      break;
+  }
+}
+
+void check_model(Checker& check, const Recipe& recipe) {
+  const Model& model = recipe.model();
+  check.at_least("model.width", model.width(), 1);
+  check.at_least("model.layers", model.layers(), 1);
+  check.at_least("model.heads", model.heads(), 1);
+  if (model.width() >= 1 && model.heads() >= 1 && model.width() % model.heads() != 0) {
+    check.fail("model.heads",
+               "width " + num(model.width()) + " is not divisible by heads " + num(model.heads()));
+  }
+  if (model.has_ffn_width()) check.at_least("model.ffn_width", model.ffn_width(), 1);
+  check.positive("model.norm_eps", model.norm_eps());
+  check.below_one("model.dropout", model.dropout());
+  check.positive("model.init_std", model.init_std());
+  if (model.attention().has_softmax()) {
+    check_softmax_attention(check, model);
+  } else {
+    check_linear_attention(check, model);
+  }
+  check_position(check, recipe);
+  if (model.kind() == Model::CLASSIFIER) {
+    if (!model.classifier().has_num_classes()) {
+      check.fail("model.classifier.num_classes", "required for kind CLASSIFIER");
+    } else {
+      const int classes = model.classifier().num_classes();
+      check.at_least("model.classifier.num_classes", classes, 2);
+      const Data& data = recipe.data();
+      const KnownCorpus* corpus = data.has_corpus() ? find_corpus(data.corpus()) : nullptr;
+      if (corpus != nullptr && corpus->tsv && classes >= 2 && classes != corpus->num_classes) {
+        check.fail("model.classifier.num_classes", std::string(corpus->name) + " has " +
+                                                       num(corpus->num_classes) + " classes (got " +
+                                                       num(classes) + ")");
+      }
+    }
+  }
+}
+
+void check_tokenizer(Checker& check, const Tokenizer& tokenizer) {
+  const std::string path = "data.tokenizer";
+  if (tokenizer.has_path() && tokenizer.path().empty()) {
+    check.fail(path + ".path", "must not be empty");
+  }
+  if (tokenizer.has_path()) return;
+  const bool sentencepiece = tokenizer.kind() == Tokenizer::SENTENCEPIECE_BPE ||
+                             tokenizer.kind() == Tokenizer::SENTENCEPIECE_UNIGRAM;
+  if (sentencepiece) {
+    const double coverage = tokenizer.character_coverage();
+    if (!(coverage > 0.0 && coverage <= 1.0)) {
+      check.fail(path + ".character_coverage", "must be in (0, 1] (got " + num(coverage) + ")");
+    }
+    if (!tokenizer.has_vocab_size()) {
+      check.fail(path + ".vocab_size",
+                 "required for " + Tokenizer::Kind_Name(tokenizer.kind()) + " (e.g. 8192)");
+    } else {
+      check.at_least(path + ".vocab_size", tokenizer.vocab_size(), 16);
+    }
+  }
+  if (tokenizer.kind() == Tokenizer::WORD) {
+    if (tokenizer.has_vocab_size()) check.at_least(path + ".vocab_size", tokenizer.vocab_size(), 2);
+    check.at_least(path + ".min_freq", tokenizer.min_freq(), 1);
+  }
+}
+
+void check_data(Checker& check, const Recipe& recipe) {
+  const Data& data = recipe.data();
+  const Model& model = recipe.model();
+  std::string source_path;
+  switch (data.source_case()) {
+    case Data::SOURCE_NOT_SET:
+      check.fail("data", "no data source; set one of corpus, text_dir, tsv_dir");
+      break;
+    case Data::kCorpus:
+      source_path = "data.corpus";
+      if (find_corpus(data.corpus()) == nullptr) {
+        check.fail(source_path, "unknown corpus '" + data.corpus() + "'" +
+                                    did_you_mean(data.corpus(), corpus_names()) +
+                                    "; registered: " + join(corpus_names()) +
+                                    " (text_dir or tsv_dir read local files)");
+        source_path.clear();  // no further judgement about an unknown corpus
+      }
+      break;
+    case Data::kTextDir:
+      source_path = "data.text_dir";
+      if (data.text_dir().empty()) check.fail(source_path, "must not be empty");
+      break;
+    case Data::kTsvDir:
+      source_path = "data.tsv_dir";
+      if (data.tsv_dir().empty()) check.fail(source_path, "must not be empty");
+      break;
+  }
+  if (!source_path.empty()) {
+    if (model.kind() == Model::CLASSIFIER && !is_tsv_source(data)) {
+      check.fail(source_path,
+                 "a CLASSIFIER needs labelled TSV data (corpus sst-2 or cola, or "
+                 "tsv_dir), not running text");
+    }
+    if (model.kind() != Model::CLASSIFIER && !is_text_source(data)) {
+      check.fail(source_path, std::string("a ") + kind_name(model) +
+                                  " trains on running text (corpus tinyshakespeare or "
+                                  "wikitext-2, or text_dir), not labelled TSV");
+    }
+  }
+  if (data.has_tsv()) {
+    const TsvColumns& tsv = data.tsv();
+    if (tsv.text().empty()) check.fail("data.tsv.text", "must not be empty");
+    if (tsv.label().empty()) check.fail("data.tsv.label", "must not be empty");
+    if (!tsv.label().empty() && tsv.label() == tsv.text()) {
+      check.fail("data.tsv.label", "is the same column as text ('" + tsv.text() + "')");
+    }
+    if (tsv.has_text_pair() && (tsv.text_pair().empty() || tsv.text_pair() == tsv.text() ||
+                                tsv.text_pair() == tsv.label())) {
+      check.fail("data.tsv.text_pair",
+                 "must be a column other than text and label (got '" + tsv.text_pair() + "')");
+    }
+  }
+  check_tokenizer(check, data.tokenizer());
+  check.at_least("data.sequence_length", data.sequence_length(), 1);
+  check.at_least("data.batch_size", data.batch_size(), 1);
+  const int accumulation = recipe.train().gradient_accumulation();
+  if (data.batch_size() >= 1 && accumulation >= 1 && data.batch_size() % accumulation != 0) {
+    check.fail("data.batch_size",
+               num(data.batch_size()) + " is not divisible by train.gradient_accumulation " +
+                   num(accumulation) +
+                   " (each micro-batch holds batch_size / gradient_accumulation sequences)");
+  }
+  if (data.has_mlm()) {
+    const Masking& mlm = data.mlm();
+    check.open_unit_interval("data.mlm.probability", mlm.probability());
+    check.unit_interval("data.mlm.mask_fraction", mlm.mask_fraction());
+    check.unit_interval("data.mlm.random_fraction", mlm.random_fraction());
+    if (mlm.mask_fraction() + mlm.random_fraction() > 1.0 + 1e-12) {
+      check.fail("data.mlm.random_fraction", "mask_fraction + random_fraction = " +
+                                                 num(mlm.mask_fraction() + mlm.random_fraction()) +
+                                                 " exceeds 1");
+    }
+  }
+}
+
+template <typename AdamLike>
+void check_adam(Checker& check, const std::string& path, const AdamLike& adam) {
+  check.below_one(path + ".beta1", adam.beta1());
+  check.below_one(path + ".beta2", adam.beta2());
+  check.positive(path + ".eps", adam.eps());
+  check.non_negative(path + ".weight_decay", adam.weight_decay());
+}
+
+void check_optimizer(Checker& check, const Optimizer& optimizer) {
+  switch (optimizer.kind_case()) {
+    case Optimizer::kSgd:
+      check.below_one("optimizer.sgd.momentum", optimizer.sgd().momentum());
+      check.non_negative("optimizer.sgd.weight_decay", optimizer.sgd().weight_decay());
+      if (optimizer.sgd().nesterov() && !(optimizer.sgd().momentum() > 0.0)) {
+        check.fail("optimizer.sgd.nesterov", "needs momentum > 0");
+      }
+      break;
+    case Optimizer::kAdam:
+      check_adam(check, "optimizer.adam", optimizer.adam());
+      break;
+    case Optimizer::kAdamw:
+      check_adam(check, "optimizer.adamw", optimizer.adamw());
+      break;
+    case Optimizer::KIND_NOT_SET:
+      break;  // resolves to adamw {}
+  }
+}
+
+void check_schedule(Checker& check, const Recipe& recipe) {
+  const Schedule& schedule = recipe.schedule();
+  check.positive("schedule.lr", schedule.lr());
+  if (schedule.has_min_lr() && !(schedule.min_lr() >= 0.0 && schedule.min_lr() <= schedule.lr())) {
+    check.fail("schedule.min_lr", "must be in [0, lr = " + num(schedule.lr()) + "] (got " +
+                                      num(schedule.min_lr()) + ")");
+  }
+  check.at_least("schedule.warmup_steps", schedule.warmup_steps(), 0);
+  check.unit_interval("schedule.warmup_start_factor", schedule.warmup_start_factor());
+  if (schedule.kind() == Schedule::INVERSE_SQRT && schedule.warmup_steps() < 1) {
+    check.fail("schedule.warmup_steps",
+               "INVERSE_SQRT needs warmup_steps >= 1 (its lr is lr·√W/√t)");
+  }
+  const bool decays_to_end =
+      schedule.kind() == Schedule::LINEAR || schedule.kind() == Schedule::COSINE;
+  const Train& train = recipe.train();
+  if (decays_to_end && train.has_steps() && train.steps() >= 1 &&
+      schedule.warmup_steps() >= train.steps()) {
+    check.fail("schedule.warmup_steps", "must be less than train.steps " + num(train.steps()) +
+                                            " for a " + Schedule::Kind_Name(schedule.kind()) +
+                                            " schedule (got " + num(schedule.warmup_steps()) + ")");
+  }
+}
+
+void check_train(Checker& check, const Recipe& recipe) {
+  const Train& train = recipe.train();
+  switch (train.length_case()) {
+    case Train::LENGTH_NOT_SET:
+      check.fail("train", "set exactly one of steps or epochs");
+      break;
+    case Train::kSteps:
+      check.at_least("train.steps", train.steps(), 1);
+      break;
+    case Train::kEpochs:
+      if (!(train.epochs() > 0.0 && std::isfinite(train.epochs()))) {
+        check.fail("train.epochs", "must be > 0 (got " + num(train.epochs()) + ")");
+      }
+      break;
+  }
+  check.at_least("train.gradient_accumulation", train.gradient_accumulation(), 1);
+  check.non_negative("train.grad_clip", train.grad_clip());
+  check.at_least("train.eval_every", train.eval_every(), 0);
+  check.at_least("train.eval_batches", train.eval_batches(), 0);
+  check.at_least("train.checkpoint_every", train.checkpoint_every(), 0);
+  check.at_least("train.keep_checkpoints", train.keep_checkpoints(), 1);
+  check.at_least("train.log_every", train.log_every(), 1);
+  check.at_least("train.threads", train.threads(), 0);
+  const Model& model = recipe.model();
+  if (train.has_best_metric() && train.best_metric() != Train::LOSS &&
+      model.kind() != Model::CLASSIFIER) {
+    check.fail("train.best_metric", Train::Metric_Name(train.best_metric()) +
+                                        " is a classifier metric; a " + kind_name(model) +
+                                        " tracks LOSS");
+  }
+  if (train.has_sample()) {
+    const Sample& sample = train.sample();
+    if (sample.prompt().empty()) {
+      check.fail("train.sample.prompt", "required: the text the sample continues");
+    }
+    check.at_least("train.sample.tokens", sample.tokens(), 1);
+    check.non_negative("train.sample.temperature", sample.temperature());
+    check.at_least("train.sample.top_k", sample.top_k(), 0);
+  }
+}
+
+void check_finetune(Checker& check, const Recipe& recipe) {
+  if (!recipe.has_finetune()) return;
+  const Finetune& finetune = recipe.finetune();
+  if (finetune.init_from().empty()) {
+    check.fail("finetune.init_from", "required: the checkpoint or run directory to start from");
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < finetune.freeze_size(); ++i) {
+    const std::string& prefix = finetune.freeze(i);
+    const std::string path = "finetune.freeze[" + num(i) + "]";
+    bool clean = !prefix.empty();
+    for (char c : prefix) {
+      clean = clean && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
+    }
+    if (!clean) {
+      check.fail(path, "'" + prefix +
+                           "' is not a parameter-name prefix (letters, digits, '_', "
+                           "'.') nor a shorthand (embeddings, encoder)");
+    } else if (!seen.insert(prefix).second) {
+      check.fail(path, "'" + prefix + "' is listed twice");
+    }
+  }
+}
+
+/// Every field that is set although it does not apply.
+void check_applicability(Checker& check, const Recipe& recipe, const pb::Message& message,
+                         const std::string& path) {
+  std::vector<const pb::FieldDescriptor*> fields;
+  message.GetReflection()->ListFields(message, &fields);
+  for (const pb::FieldDescriptor* field : fields) {
+    const std::string field_path = path.empty() ? field->name() : path + "." + field->name();
+    if (const auto reason = inapplicable_reason(recipe, message, *field)) {
+      check.fail(field_path, "does not apply: " + *reason + "; remove it");
+      continue;
+    }
+    if (field->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    const pb::Reflection* reflection = message.GetReflection();
+    if (field->is_repeated()) {
+      for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+        check_applicability(check, recipe, reflection->GetRepeatedMessage(message, field, i),
+                            field_path + "[" + num(i) + "]");
+      }
+    } else {
+      check_applicability(check, recipe, reflection->GetMessage(message, field), field_path);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Issue> validate_recipe(const Recipe& recipe) {
+  std::vector<Issue> issues;
+  Checker check(issues);
+  if (!recipe.has_version()) {
+    check.fail("version", "missing; this Rota reads version " + num(kRecipeVersion));
+  } else if (recipe.version() != kRecipeVersion) {
+    check.fail("version", "must be " + num(kRecipeVersion) + " (got " + num(recipe.version()) +
+                              "); load the recipe through load_recipe to upgrade it");
+  }
+  check_applicability(check, recipe, recipe, "");
+  check_model(check, recipe);
+  check_data(check, recipe);
+  check_optimizer(check, recipe.optimizer());
+  check_schedule(check, recipe);
+  check_train(check, recipe);
+  check_finetune(check, recipe);
+  return issues;
+}
+
+}  // namespace rota::recipes
