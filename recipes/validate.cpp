@@ -64,6 +64,11 @@ class Checker {
   std::vector<Issue>& issues_;
 };
 
+/// Longest sequence a bidirectional PermuteFormer supports: its key weights γ^(−t) grow with
+/// t, and the layer (framework/nn/attention/linear_attention.cpp) refuses (n − 1)·(−ln γ) >= 80
+/// (beyond float range). The smallest decay is head 0's γ = sigmoid(2) for any head count.
+constexpr int kMaxBidirectionalPermuteFormerLength = 631;  // 1 + ⌊80 / −ln(sigmoid(2))⌋
+
 const char* kind_name(const Model& model) {
   return Model::Kind_Name(model.kind()).c_str();
 }
@@ -201,6 +206,12 @@ void check_position(Checker& check, const Recipe& recipe) {
     }
     case Position::kPermuteFormer:
       needs_linear("permute_former", "PermuteFormer");
+      if (bidirectional(model) && sequence_length > kMaxBidirectionalPermuteFormerLength) {
+        check.fail(path + ".permute_former",
+                   "bidirectional PermuteFormer weights γ^(s−t) overflow past " +
+                       num(kMaxBidirectionalPermuteFormerLength) +
+                       " positions (data.sequence_length " + num(sequence_length) + ")");
+      }
       break;
     case Position::kShaw: {
       const Shaw& shaw = position.shaw();

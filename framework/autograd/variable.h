@@ -14,8 +14,8 @@ struct VariableImpl {
   Tensor data;
   Tensor grad;  // leaves only: accumulated gradient (undefined until the first backward)
   bool requires_grad = false;
-  std::shared_ptr<Node> grad_fn;  // null for leaves
-  int output_nr = 0;              // which output of grad_fn this is
+  std::shared_ptr<Node> grad_fn;                     // null for leaves
+  int output_nr = 0;                                 // which output of grad_fn this is
   std::shared_ptr<AccumulateGrad> grad_accumulator;  // leaves that require grad
 };
 

@@ -11,9 +11,12 @@ namespace rota::backend {
 template <typename F>
 decltype(auto) dispatch_floating(DType dtype, const char* op, F&& f) {
   switch (dtype) {
-    case DType::kF32: return f(float{});
-    case DType::kF64: return f(double{});
-    default: fail("{}: dtype {} is not supported (expected f32 or f64)", op, dtype_name(dtype));
+    case DType::kF32:
+      return f(float{});
+    case DType::kF64:
+      return f(double{});
+    default:
+      fail("{}: dtype {} is not supported (expected f32 or f64)", op, dtype_name(dtype));
   }
 }
 
@@ -21,10 +24,12 @@ decltype(auto) dispatch_floating(DType dtype, const char* op, F&& f) {
 template <typename F>
 decltype(auto) dispatch_index(DType dtype, const char* op, F&& f) {
   switch (dtype) {
-    case DType::kI32: return f(int32_t{});
-    case DType::kI64: return f(int64_t{});
-    default: fail("{}: index dtype {} is not supported (expected i32 or i64)", op,
-                  dtype_name(dtype));
+    case DType::kI32:
+      return f(int32_t{});
+    case DType::kI64:
+      return f(int64_t{});
+    default:
+      fail("{}: index dtype {} is not supported (expected i32 or i64)", op, dtype_name(dtype));
   }
 }
 

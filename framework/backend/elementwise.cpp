@@ -11,48 +11,84 @@ namespace rota::backend {
 
 const char* unary_op_name(UnaryOp op) {
   switch (op) {
-    case UnaryOp::kNeg: return "neg";
-    case UnaryOp::kExp: return "exp";
-    case UnaryOp::kLog: return "log";
-    case UnaryOp::kSqrt: return "sqrt";
-    case UnaryOp::kRsqrt: return "rsqrt";
-    case UnaryOp::kAbs: return "abs";
-    case UnaryOp::kTanh: return "tanh";
-    case UnaryOp::kSigmoid: return "sigmoid";
-    case UnaryOp::kRelu: return "relu";
-    case UnaryOp::kElu: return "elu";
-    case UnaryOp::kGeluErf: return "gelu";
-    case UnaryOp::kGeluTanh: return "gelu_tanh";
-    case UnaryOp::kSilu: return "silu";
-    case UnaryOp::kSin: return "sin";
-    case UnaryOp::kCos: return "cos";
-    case UnaryOp::kPow: return "pow";
-    case UnaryOp::kAddScalar: return "add_scalar";
-    case UnaryOp::kMulScalar: return "mul_scalar";
-    case UnaryOp::kClampMin: return "clamp_min";
-    case UnaryOp::kClampMax: return "clamp_max";
-    case UnaryOp::kSquare: return "square";
-    case UnaryOp::kReciprocal: return "reciprocal";
-    case UnaryOp::kOnePlusElu: return "one_plus_elu";
+    case UnaryOp::kNeg:
+      return "neg";
+    case UnaryOp::kExp:
+      return "exp";
+    case UnaryOp::kLog:
+      return "log";
+    case UnaryOp::kSqrt:
+      return "sqrt";
+    case UnaryOp::kRsqrt:
+      return "rsqrt";
+    case UnaryOp::kAbs:
+      return "abs";
+    case UnaryOp::kTanh:
+      return "tanh";
+    case UnaryOp::kSigmoid:
+      return "sigmoid";
+    case UnaryOp::kRelu:
+      return "relu";
+    case UnaryOp::kElu:
+      return "elu";
+    case UnaryOp::kGeluErf:
+      return "gelu";
+    case UnaryOp::kGeluTanh:
+      return "gelu_tanh";
+    case UnaryOp::kSilu:
+      return "silu";
+    case UnaryOp::kSin:
+      return "sin";
+    case UnaryOp::kCos:
+      return "cos";
+    case UnaryOp::kPow:
+      return "pow";
+    case UnaryOp::kAddScalar:
+      return "add_scalar";
+    case UnaryOp::kMulScalar:
+      return "mul_scalar";
+    case UnaryOp::kClampMin:
+      return "clamp_min";
+    case UnaryOp::kClampMax:
+      return "clamp_max";
+    case UnaryOp::kSquare:
+      return "square";
+    case UnaryOp::kReciprocal:
+      return "reciprocal";
+    case UnaryOp::kOnePlusElu:
+      return "one_plus_elu";
   }
   return "?";
 }
 
 const char* binary_op_name(BinaryOp op) {
   switch (op) {
-    case BinaryOp::kAdd: return "add";
-    case BinaryOp::kSub: return "sub";
-    case BinaryOp::kMul: return "mul";
-    case BinaryOp::kDiv: return "div";
-    case BinaryOp::kMaximum: return "maximum";
-    case BinaryOp::kMinimum: return "minimum";
-    case BinaryOp::kPow: return "pow";
-    case BinaryOp::kEq: return "eq";
-    case BinaryOp::kNe: return "ne";
-    case BinaryOp::kLt: return "lt";
-    case BinaryOp::kLe: return "le";
-    case BinaryOp::kGt: return "gt";
-    case BinaryOp::kGe: return "ge";
+    case BinaryOp::kAdd:
+      return "add";
+    case BinaryOp::kSub:
+      return "sub";
+    case BinaryOp::kMul:
+      return "mul";
+    case BinaryOp::kDiv:
+      return "div";
+    case BinaryOp::kMaximum:
+      return "maximum";
+    case BinaryOp::kMinimum:
+      return "minimum";
+    case BinaryOp::kPow:
+      return "pow";
+    case BinaryOp::kEq:
+      return "eq";
+    case BinaryOp::kNe:
+      return "ne";
+    case BinaryOp::kLt:
+      return "lt";
+    case BinaryOp::kLe:
+      return "le";
+    case BinaryOp::kGt:
+      return "gt";
+    case BinaryOp::kGe:
+      return "ge";
   }
   return "?";
 }
@@ -143,8 +179,10 @@ constexpr int64_t unary_cost() {
     case UnaryOp::kMulScalar:
     case UnaryOp::kClampMin:
     case UnaryOp::kClampMax:
-    case UnaryOp::kSquare: return 1;
-    default: return 8;
+    case UnaryOp::kSquare:
+      return 1;
+    default:
+      return 8;
   }
 }
 
@@ -167,8 +205,10 @@ void unary_backward_loop(const T* x, const T* y, const T* g, T* gx, int64_t n, T
 // Turns the runtime op into a compile-time one so each loop is specialised and vectorised.
 template <typename F>
 void dispatch_unary(UnaryOp op, F&& f) {
-#define ROTA_UNARY_CASE(name) \
-  case UnaryOp::name: f(std::integral_constant<UnaryOp, UnaryOp::name>{}); return;
+#define ROTA_UNARY_CASE(name)                            \
+  case UnaryOp::name:                                    \
+    f(std::integral_constant<UnaryOp, UnaryOp::name>{}); \
+    return;
   switch (op) {
     ROTA_UNARY_CASE(kNeg)
     ROTA_UNARY_CASE(kExp)
@@ -224,9 +264,8 @@ Tensor unary_backward(UnaryOp op, const Tensor& x_in, const Tensor& y_in, const 
   dispatch_floating(x.dtype(), unary_op_name(op), [&](auto tag) {
     using T = decltype(tag);
     dispatch_unary(op, [&](auto op_constant) {
-      unary_backward_loop<decltype(op_constant)::value, T>(x.data<T>(), y.data<T>(), g.data<T>(),
-                                                           gx.data<T>(), x.numel(),
-                                                           static_cast<T>(param));
+      unary_backward_loop<decltype(op_constant)::value, T>(
+          x.data<T>(), y.data<T>(), g.data<T>(), gx.data<T>(), x.numel(), static_cast<T>(param));
     });
   });
   return gx;
@@ -253,8 +292,10 @@ inline T binary_value(T a, T b) {
 
 template <typename F>
 void dispatch_binary(BinaryOp op, F&& f) {
-#define ROTA_BINARY_CASE(name) \
-  case BinaryOp::name: f(std::integral_constant<BinaryOp, BinaryOp::name>{}); return;
+#define ROTA_BINARY_CASE(name)                             \
+  case BinaryOp::name:                                     \
+    f(std::integral_constant<BinaryOp, BinaryOp::name>{}); \
+    return;
   switch (op) {
     ROTA_BINARY_CASE(kAdd)
     ROTA_BINARY_CASE(kSub)
@@ -352,8 +393,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
 void add_inplace(Tensor& a, const Tensor& b) {
   ROTA_CHECK(a.is_contiguous(), "add_inplace: destination {} is not contiguous",
              shape_str(a.shape()));
-  ROTA_CHECK(a.dtype() == b.dtype(), "add_inplace: dtypes differ ({} vs {})",
-             dtype_name(a.dtype()), dtype_name(b.dtype()));
+  ROTA_CHECK(a.dtype() == b.dtype(), "add_inplace: dtypes differ ({} vs {})", dtype_name(a.dtype()),
+             dtype_name(b.dtype()));
   ROTA_CHECK(broadcast_shapes(a.shape(), b.shape(), "add_inplace") == a.shape(),
              "add_inplace: {} does not broadcast to {}", shape_str(b.shape()),
              shape_str(a.shape()));

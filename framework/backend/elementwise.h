@@ -71,12 +71,26 @@ void axpy_inplace(Tensor& a, double alpha, const Tensor& b);
 Tensor sum_to_shape(const Tensor& grad, const Shape& shape);
 
 // Convenience wrappers used throughout backward code.
-inline Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::kAdd, a, b); }
-inline Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::kSub, a, b); }
-inline Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::kMul, a, b); }
-inline Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::kDiv, a, b); }
-inline Tensor neg(const Tensor& a) { return unary(UnaryOp::kNeg, a); }
-inline Tensor mul_scalar(const Tensor& a, double s) { return unary(UnaryOp::kMulScalar, a, s); }
-inline Tensor add_scalar(const Tensor& a, double s) { return unary(UnaryOp::kAddScalar, a, s); }
+inline Tensor add(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::kAdd, a, b);
+}
+inline Tensor sub(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::kSub, a, b);
+}
+inline Tensor mul(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::kMul, a, b);
+}
+inline Tensor div(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::kDiv, a, b);
+}
+inline Tensor neg(const Tensor& a) {
+  return unary(UnaryOp::kNeg, a);
+}
+inline Tensor mul_scalar(const Tensor& a, double s) {
+  return unary(UnaryOp::kMulScalar, a, s);
+}
+inline Tensor add_scalar(const Tensor& a, double s) {
+  return unary(UnaryOp::kAddScalar, a, s);
+}
 
 }  // namespace rota::backend

@@ -2,8 +2,8 @@
 #include "framework/backend/parallel.h"
 
 #include <omp.h>
-#include <xmmintrin.h>
 #include <pmmintrin.h>
+#include <xmmintrin.h>
 
 namespace rota::backend {
 
@@ -24,7 +24,9 @@ int init_runtime() {
   return threads;
 }
 
-int num_threads() { return omp_get_max_threads(); }
+int num_threads() {
+  return omp_get_max_threads();
+}
 
 void set_num_threads(int n) {
   omp_set_num_threads(n);

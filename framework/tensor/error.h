@@ -23,7 +23,7 @@ template <typename... Args>
 }  // namespace rota
 
 /// ROTA_CHECK(cond, "op: {} vs {}", a, b): throws rota::Error with the message when cond is false.
-#define ROTA_CHECK(cond, ...)        \
-  do {                               \
+#define ROTA_CHECK(cond, ...)               \
+  do {                                      \
     if (!(cond)) ::rota::fail(__VA_ARGS__); \
   } while (0)

@@ -21,8 +21,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 /// Maps a possibly negative axis into [0, ndim); throws naming `op` when out of range.
 int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op);
 /// Normalises, sorts and de-duplicates a list of axes; an empty list means all axes.
-std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim,
-                                    const char* op);
+std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim, const char* op);
 /// Shape after reducing `axes` (sorted, normalised); keeps size-1 dims when keepdim.
 Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& axes, bool keepdim);
 

@@ -99,7 +99,8 @@ class Tensor {
 };
 
 /// Contiguous tensor from values (converted to dtype); numel(shape) must equal values.size().
-Tensor tensor_from(const std::vector<double>& values, const Shape& shape, DType dtype = DType::kF32);
+Tensor tensor_from(const std::vector<double>& values, const Shape& shape,
+                   DType dtype = DType::kF32);
 Tensor zeros(const Shape& shape, DType dtype = DType::kF32);
 Tensor ones(const Shape& shape, DType dtype = DType::kF32);
 Tensor full(const Shape& shape, double value, DType dtype = DType::kF32);

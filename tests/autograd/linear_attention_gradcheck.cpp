@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "framework/autograd/ops/linear_attention.h"
 #include "framework/autograd/ops/indexing.h"
+#include "framework/autograd/ops/linear_attention.h"
 #include "framework/autograd/ops/lrpe.h"
 #include "framework/autograd/ops/matmul.h"
 #include "framework/tensor/random.h"

@@ -59,7 +59,9 @@ TEST(RecipeSchema, DocsCarryTheCurrentGeneratedReference) {
   ASSERT_NE(begin, std::string::npos);
   ASSERT_NE(end, std::string::npos);
   const size_t body = begin + std::string(kReferenceBegin).size();
-  EXPECT_EQ(doc.substr(body, end - body), "\n" + schema_reference_markdown(CommentedSchema()))
+  std::string expected = "\n";
+  expected += schema_reference_markdown(CommentedSchema());
+  EXPECT_EQ(doc.substr(body, end - body), expected)
       << "docs/recipes.md is stale: run `build/recipes/recipes_reference --update docs/recipes.md`";
 }
 

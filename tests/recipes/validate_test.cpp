@@ -182,6 +182,10 @@ const Rule kRules[] = {
       "model.position={t5 {bidirectional: false}}"},
      "model.position.t5.bidirectional: a MASKED_LM attends to later tokens too, and "
      "unidirectional buckets send every future key to bucket 0; set bidirectional: true"},
+    {"bidirectional_permute_former_length",
+     {"model.kind=MASKED_LM", "model.position={permute_former {}}", "data.sequence_length=632"},
+     "model.position.permute_former: bidirectional PermuteFormer weights γ^(s−t) overflow past 631 "
+     "positions (data.sequence_length 632)"},
     {"nope_for_masked_lm",
      {"model.kind=MASKED_LM", "model.position={none {}}"},
      "model.position.none: a MASKED_LM cannot tell word order without positions"},
@@ -429,7 +433,8 @@ TEST(RecipeValidate, ValidVariantsPass) {
       {"model.attention={softmax {}}", "model.position={skew {max_len: 64 per_head: true}}"},
       {"model.attention={softmax {scale: 1}}", "model.position={t5 {}}"},
       {"model.kind=MASKED_LM", "model.attention={softmax {}}", "model.position={t5 {}}"},
-      {"model.kind=MASKED_LM", "model.position={permute_former {}}"},
+      {"model.kind=MASKED_LM", "model.position={permute_former {}}", "data.sequence_length=631"},
+      {"model.position={permute_former {}}", "data.sequence_length=4096"},  // causal: no limit
       {"model.kind=CLASSIFIER", "data.corpus=cola", "model.classifier.num_classes=2"},
       {"model.kind=CLASSIFIER", "data.tsv_dir=/x", "model.classifier.num_classes=5",
        "data.tsv={text: \"0\" text_pair: \"1\" label: \"2\" header: ABSENT}"},

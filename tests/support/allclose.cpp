@@ -32,11 +32,10 @@ namespace rota::testing {
     }
   }
   if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << fmt::format("{} of {} elements differ (rtol {}, atol {}); worst at flat index {}: "
-                        "actual {:.9g} expected {:.9g} (abs err {:.3g})",
-                        bad, a.size(), rtol, atol, worst, a[worst], e[worst],
-                        std::abs(a[worst] - e[worst]));
+  return ::testing::AssertionFailure() << fmt::format(
+             "{} of {} elements differ (rtol {}, atol {}); worst at flat index {}: "
+             "actual {:.9g} expected {:.9g} (abs err {:.3g})",
+             bad, a.size(), rtol, atol, worst, a[worst], e[worst], std::abs(a[worst] - e[worst]));
 }
 
 }  // namespace rota::testing

@@ -15,7 +15,7 @@ TEST(ParallelCopy, PermutedAndConvertedCopiesMatchIndexArithmetic) {
   for (int64_t i = 0; i < a * b * c; ++i) p[i] = static_cast<double>(i);
   for (int threads : {1, 2, 3}) {
     omp_set_num_threads(threads);
-    const Tensor permuted = base.permute({2, 0, 1}).contiguous();  // [c, a, b]
+    const Tensor permuted = base.permute({2, 0, 1}).contiguous();   // [c, a, b]
     const Tensor converted = base.transpose(0, 2).to(DType::kF32);  // [c, b, a]
     for (int64_t k = 0; k < c; k += 7) {
       for (int64_t i = 0; i < a; i += 5) {

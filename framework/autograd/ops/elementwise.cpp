@@ -45,28 +45,26 @@ Variable sub(const Variable& a, const Variable& bv) {
 Variable mul(const Variable& a, const Variable& bv) {
   const auto rec = inspect_inputs({a, bv});
   // d(ab)/da = b and d(ab)/db = a: each side saves only the other operand.
-  return record_op("mul", b::mul(a.data(), bv.data()), {a, bv},
-                   [needs = rec.needs, ad = rec.needs[1] ? a.data() : Tensor(),
-                    bd = rec.needs[0] ? bv.data() : Tensor(), sa = a.shape(),
-                    sb = bv.shape()](const Tensor& g) {
-                     return std::vector<Tensor>{
-                         needs[0] ? b::sum_to_shape(b::mul(g, bd), sa) : Tensor(),
-                         needs[1] ? b::sum_to_shape(b::mul(g, ad), sb) : Tensor()};
-                   });
+  return record_op(
+      "mul", b::mul(a.data(), bv.data()), {a, bv},
+      [needs = rec.needs, ad = rec.needs[1] ? a.data() : Tensor(),
+       bd = rec.needs[0] ? bv.data() : Tensor(), sa = a.shape(), sb = bv.shape()](const Tensor& g) {
+        return std::vector<Tensor>{needs[0] ? b::sum_to_shape(b::mul(g, bd), sa) : Tensor(),
+                                   needs[1] ? b::sum_to_shape(b::mul(g, ad), sb) : Tensor()};
+      });
 }
 
 Variable div(const Variable& a, const Variable& bv) {
   const auto rec = inspect_inputs({a, bv});
   Tensor out = b::div(a.data(), bv.data());
   // d(a/b)/da = 1/b, d(a/b)/db = -(a/b)/b.
-  return record_op("div", out, {a, bv},
-                   [needs = rec.needs, bd = bv.data(), out, sa = a.shape(),
-                    sb = bv.shape()](const Tensor& g) {
-                     return std::vector<Tensor>{
-                         needs[0] ? b::sum_to_shape(b::div(g, bd), sa) : Tensor(),
-                         needs[1] ? b::sum_to_shape(b::neg(b::div(b::mul(g, out), bd)), sb)
-                                  : Tensor()};
-                   });
+  return record_op(
+      "div", out, {a, bv},
+      [needs = rec.needs, bd = bv.data(), out, sa = a.shape(), sb = bv.shape()](const Tensor& g) {
+        return std::vector<Tensor>{
+            needs[0] ? b::sum_to_shape(b::div(g, bd), sa) : Tensor(),
+            needs[1] ? b::sum_to_shape(b::neg(b::div(b::mul(g, out), bd)), sb) : Tensor()};
+      });
 }
 
 Variable pow(const Variable& a, const Variable& bv) {
@@ -80,10 +78,10 @@ Variable pow(const Variable& a, const Variable& bv) {
         Tensor ga, gb;
         if (needs[0]) {
           const Tensor bm1 = b::add_scalar(bd, -1.0);
-          ga = b::sum_to_shape(
-              b::mul(g, b::mul(bd, b::binary(b::BinaryOp::kPow, ad, bm1))), sa);
+          ga = b::sum_to_shape(b::mul(g, b::mul(bd, b::binary(b::BinaryOp::kPow, ad, bm1))), sa);
         }
-        if (needs[1]) gb = b::sum_to_shape(b::mul(g, b::mul(out, b::unary(b::UnaryOp::kLog, ad))), sb);
+        if (needs[1])
+          gb = b::sum_to_shape(b::mul(g, b::mul(out, b::unary(b::UnaryOp::kLog, ad))), sb);
         return std::vector<Tensor>{ga, gb};
       });
 }
@@ -93,17 +91,17 @@ namespace {
 Variable extremum(const char* name, b::BinaryOp op, b::BinaryOp win, const Variable& a,
                   const Variable& bv) {
   const auto rec = inspect_inputs({a, bv});
-  return record_op(
-      name, b::binary(op, a.data(), bv.data()), {a, bv},
-      [needs = rec.needs, ad = a.data(), bd = bv.data(), win](const Tensor& g) {
-        const Tensor a_wins = b::binary(win, ad, bd);
-        const Tensor tie = b::binary(b::BinaryOp::kEq, ad, bd);
-        const Tensor wa = b::sub(a_wins, b::mul_scalar(tie, 0.5));  // 1, 0.5 or 0
-        Tensor ga, gb;
-        if (needs[0]) ga = b::sum_to_shape(b::mul(g, wa), ad.shape());
-        if (needs[1]) gb = b::sum_to_shape(b::mul(g, b::add_scalar(b::neg(wa), 1.0)), bd.shape());
-        return std::vector<Tensor>{ga, gb};
-      });
+  return record_op(name, b::binary(op, a.data(), bv.data()), {a, bv},
+                   [needs = rec.needs, ad = a.data(), bd = bv.data(), win](const Tensor& g) {
+                     const Tensor a_wins = b::binary(win, ad, bd);
+                     const Tensor tie = b::binary(b::BinaryOp::kEq, ad, bd);
+                     const Tensor wa = b::sub(a_wins, b::mul_scalar(tie, 0.5));  // 1, 0.5 or 0
+                     Tensor ga, gb;
+                     if (needs[0]) ga = b::sum_to_shape(b::mul(g, wa), ad.shape());
+                     if (needs[1])
+                       gb = b::sum_to_shape(b::mul(g, b::add_scalar(b::neg(wa), 1.0)), bd.shape());
+                     return std::vector<Tensor>{ga, gb};
+                   });
 }
 }  // namespace
 
@@ -115,32 +113,70 @@ Variable minimum(const Variable& a, const Variable& bv) {
   return extremum("minimum", b::BinaryOp::kMinimum, b::BinaryOp::kLe, a, bv);
 }
 
-Variable add_scalar(const Variable& a, double s) { return unary_op(b::UnaryOp::kAddScalar, a, s); }
-Variable mul_scalar(const Variable& a, double s) { return unary_op(b::UnaryOp::kMulScalar, a, s); }
-Variable pow_scalar(const Variable& a, double e) { return unary_op(b::UnaryOp::kPow, a, e); }
-Variable rsub_scalar(const Variable& a, double s) { return add_scalar(neg(a), s); }
+Variable add_scalar(const Variable& a, double s) {
+  return unary_op(b::UnaryOp::kAddScalar, a, s);
+}
+Variable mul_scalar(const Variable& a, double s) {
+  return unary_op(b::UnaryOp::kMulScalar, a, s);
+}
+Variable pow_scalar(const Variable& a, double e) {
+  return unary_op(b::UnaryOp::kPow, a, e);
+}
+Variable rsub_scalar(const Variable& a, double s) {
+  return add_scalar(neg(a), s);
+}
 Variable rdiv_scalar(const Variable& a, double s) {
   return mul_scalar(unary_op(b::UnaryOp::kReciprocal, a), s);
 }
 
-Variable neg(const Variable& x) { return unary_op(b::UnaryOp::kNeg, x); }
-Variable exp(const Variable& x) { return unary_op(b::UnaryOp::kExp, x); }
-Variable log(const Variable& x) { return unary_op(b::UnaryOp::kLog, x); }
-Variable sqrt(const Variable& x) { return unary_op(b::UnaryOp::kSqrt, x); }
-Variable rsqrt(const Variable& x) { return unary_op(b::UnaryOp::kRsqrt, x); }
-Variable abs(const Variable& x) { return unary_op(b::UnaryOp::kAbs, x); }
-Variable square(const Variable& x) { return unary_op(b::UnaryOp::kSquare, x); }
-Variable tanh(const Variable& x) { return unary_op(b::UnaryOp::kTanh, x); }
-Variable sigmoid(const Variable& x) { return unary_op(b::UnaryOp::kSigmoid, x); }
-Variable relu(const Variable& x) { return unary_op(b::UnaryOp::kRelu, x); }
-Variable elu(const Variable& x, double alpha) { return unary_op(b::UnaryOp::kElu, x, alpha); }
-Variable one_plus_elu(const Variable& x) { return unary_op(b::UnaryOp::kOnePlusElu, x); }
+Variable neg(const Variable& x) {
+  return unary_op(b::UnaryOp::kNeg, x);
+}
+Variable exp(const Variable& x) {
+  return unary_op(b::UnaryOp::kExp, x);
+}
+Variable log(const Variable& x) {
+  return unary_op(b::UnaryOp::kLog, x);
+}
+Variable sqrt(const Variable& x) {
+  return unary_op(b::UnaryOp::kSqrt, x);
+}
+Variable rsqrt(const Variable& x) {
+  return unary_op(b::UnaryOp::kRsqrt, x);
+}
+Variable abs(const Variable& x) {
+  return unary_op(b::UnaryOp::kAbs, x);
+}
+Variable square(const Variable& x) {
+  return unary_op(b::UnaryOp::kSquare, x);
+}
+Variable tanh(const Variable& x) {
+  return unary_op(b::UnaryOp::kTanh, x);
+}
+Variable sigmoid(const Variable& x) {
+  return unary_op(b::UnaryOp::kSigmoid, x);
+}
+Variable relu(const Variable& x) {
+  return unary_op(b::UnaryOp::kRelu, x);
+}
+Variable elu(const Variable& x, double alpha) {
+  return unary_op(b::UnaryOp::kElu, x, alpha);
+}
+Variable one_plus_elu(const Variable& x) {
+  return unary_op(b::UnaryOp::kOnePlusElu, x);
+}
 Variable gelu(const Variable& x, bool tanh_approximation) {
   return unary_op(tanh_approximation ? b::UnaryOp::kGeluTanh : b::UnaryOp::kGeluErf, x);
 }
-Variable silu(const Variable& x) { return unary_op(b::UnaryOp::kSilu, x); }
-Variable sin(const Variable& x) { return unary_op(b::UnaryOp::kSin, x); }
-Variable cos(const Variable& x) { return unary_op(b::UnaryOp::kCos, x); }
+Variable silu(const Variable& x) {
+  return unary_op(b::UnaryOp::kSilu, x);
+}
+Variable sin(const Variable& x) {
+  return unary_op(b::UnaryOp::kSin, x);
+}
+Variable cos(const Variable& x) {
+  return unary_op(b::UnaryOp::kCos, x);
+}
 Variable clamp_min(const Variable& x, double low) {
   return unary_op(b::UnaryOp::kClampMin, x, low);
 }

@@ -48,18 +48,44 @@ Variable clamp(const Variable& x, double low, double high);
 Variable clamp_min(const Variable& x, double low);
 Variable clamp_max(const Variable& x, double high);
 
-inline Variable operator+(const Variable& a, const Variable& b) { return add(a, b); }
-inline Variable operator-(const Variable& a, const Variable& b) { return sub(a, b); }
-inline Variable operator*(const Variable& a, const Variable& b) { return mul(a, b); }
-inline Variable operator/(const Variable& a, const Variable& b) { return div(a, b); }
-inline Variable operator-(const Variable& a) { return neg(a); }
-inline Variable operator+(const Variable& a, double s) { return add_scalar(a, s); }
-inline Variable operator+(double s, const Variable& a) { return add_scalar(a, s); }
-inline Variable operator-(const Variable& a, double s) { return add_scalar(a, -s); }
-inline Variable operator-(double s, const Variable& a) { return rsub_scalar(a, s); }
-inline Variable operator*(const Variable& a, double s) { return mul_scalar(a, s); }
-inline Variable operator*(double s, const Variable& a) { return mul_scalar(a, s); }
-inline Variable operator/(const Variable& a, double s) { return mul_scalar(a, 1.0 / s); }
-inline Variable operator/(double s, const Variable& a) { return rdiv_scalar(a, s); }
+inline Variable operator+(const Variable& a, const Variable& b) {
+  return add(a, b);
+}
+inline Variable operator-(const Variable& a, const Variable& b) {
+  return sub(a, b);
+}
+inline Variable operator*(const Variable& a, const Variable& b) {
+  return mul(a, b);
+}
+inline Variable operator/(const Variable& a, const Variable& b) {
+  return div(a, b);
+}
+inline Variable operator-(const Variable& a) {
+  return neg(a);
+}
+inline Variable operator+(const Variable& a, double s) {
+  return add_scalar(a, s);
+}
+inline Variable operator+(double s, const Variable& a) {
+  return add_scalar(a, s);
+}
+inline Variable operator-(const Variable& a, double s) {
+  return add_scalar(a, -s);
+}
+inline Variable operator-(double s, const Variable& a) {
+  return rsub_scalar(a, s);
+}
+inline Variable operator*(const Variable& a, double s) {
+  return mul_scalar(a, s);
+}
+inline Variable operator*(double s, const Variable& a) {
+  return mul_scalar(a, s);
+}
+inline Variable operator/(const Variable& a, double s) {
+  return mul_scalar(a, 1.0 / s);
+}
+inline Variable operator/(double s, const Variable& a) {
+  return rdiv_scalar(a, s);
+}
 
 }  // namespace rota
