@@ -6,7 +6,8 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 PACKAGES   := g++ cmake ninja-build pkg-config libdnnl-dev libprotobuf-dev protobuf-compiler \
               libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev libsentencepiece-dev \
-              libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev libssl-dev
+              libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev libssl-dev \
+              python3-numpy
 
 .PHONY: deps configure build train test test-asan bench format clean
 
