@@ -77,6 +77,24 @@ inline void matrix_times_row(T* out, const T* m, const T* y, int64_t f, int64_t 
   for (int64_t r = 0; r < f; ++r) out[r] += dot_row(m + r * d, y, d);
 }
 
+// Moves the key state past chunk [c0, c1): S = γ^(c1−c0) S + Σ_{c0≤j<c1} γ^(c1−1−j) k_jᵀ v_j
+// (γ = 1 without decay). Shared by the forward pass and the backward's forward sweep.
+// state: [F, D]; k: [N, F]; v: [N, D]; pw: powers γ^0..γ^C or null.
+template <typename T>
+void advance_key_state(T* state, const T* k, const T* v, int64_t c0, int64_t c1,
+                       const AttentionDims& s, const T* pw) {
+  if (pw) {
+    for (int64_t x = 0; x < s.f * s.d; ++x) state[x] *= pw[c1 - c0];
+  }
+  for (int64_t j = c0; j < c1; ++j) {
+    if (pw) {
+      scaled_outer_accumulate(state, pw[c1 - 1 - j], k + j * s.f, v + j * s.d, s.f, s.d);
+    } else {
+      outer_accumulate(state, k + j * s.f, v + j * s.d, s.f, s.d);
+    }
+  }
+}
+
 // One slice of the causal forward. q, k: [N, F], v, o: [N, D]; state: [F, D] scratch.
 // With a decay γ the weights become γ^(i−j): o_i = Σ_{j≤i} γ^(i−j) (q_i·k_j) v_j. The state
 // then holds S = Σ_{j<c0} γ^(c0−1−j) k_jᵀ v_j, so every power stays ≤ 1 (no overflow).
@@ -101,17 +119,7 @@ void causal_forward_slice(const T* q, const T* k, const T* v, T* o, T* state,
         axpy_row(oi, w * dot_row(q + i * s.f, k + j * s.f, s.f), v + j * s.d, s.d);
       }
     }
-    // S = γ^(c1−c0) S + Σ_j γ^(c1−1−j) k_jᵀ v_j.
-    if (pw) {
-      for (int64_t x = 0; x < s.f * s.d; ++x) state[x] *= pw[c1 - c0];
-    }
-    for (int64_t j = c0; j < c1; ++j) {
-      if (pw) {
-        scaled_outer_accumulate(state, pw[c1 - 1 - j], k + j * s.f, v + j * s.d, s.f, s.d);
-      } else {
-        outer_accumulate(state, k + j * s.f, v + j * s.d, s.f, s.d);
-      }
-    }
+    advance_key_state(state, k, v, c0, c1, s, pw);
   }
 }
 
@@ -140,16 +148,7 @@ void causal_backward_slice(const T* q, const T* k, const T* v, const T* g, T* dq
         axpy_row(dqi, w * dot_row(g + i * s.d, v + j * s.d, s.d), k + j * s.f, s.f);
       }
     }
-    if (pw) {
-      for (int64_t x = 0; x < s.f * s.d; ++x) state[x] *= pw[c1 - c0];
-    }
-    for (int64_t j = c0; j < c1; ++j) {
-      if (pw) {
-        scaled_outer_accumulate(state, pw[c1 - 1 - j], k + j * s.f, v + j * s.d, s.f, s.d);
-      } else {
-        outer_accumulate(state, k + j * s.f, v + j * s.d, s.f, s.d);
-      }
-    }
+    advance_key_state(state, k, v, c0, c1, s, pw);
   }
   // Reverse sweep with R = Σ_{t in later chunks} γ^(t−c1) q_tᵀ g_t: [F, D].
   T* r = state;
