@@ -7,7 +7,8 @@
 namespace rota::backend {
 
 /// dispatch_floating(dtype, op, [&](auto tag) { using T = decltype(tag); ... }) for f32 / f64.
-/// Kernels compute in f32 or f64; bf16 tensors are converted at the op boundary.
+/// Kernels compute in f32 or f64; other dtypes are an error naming the op (bf16 compute goes
+/// through oneDNN matmul only, see backend/matmul.h).
 template <typename F>
 decltype(auto) dispatch_floating(DType dtype, const char* op, F&& f) {
   switch (dtype) {

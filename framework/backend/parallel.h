@@ -10,8 +10,8 @@ namespace rota::backend {
 /// Work below this many elements runs on one thread: forking costs more than it saves.
 constexpr int64_t kParallelGrain = 32768;
 
-/// Flushes denormals to zero (FTZ/DAZ) on this thread. Called by init_runtime() for the
-/// main thread and at the start of every parallel region helper below.
+/// Flushes denormals to zero (FTZ/DAZ) on this thread. init_runtime() and set_num_threads()
+/// call it on the main thread and on every thread of the (persistent) OpenMP pool.
 void flush_denormals();
 /// One-time runtime set-up: FTZ/DAZ on every OpenMP thread; returns the thread count.
 /// Threads come from OMP_NUM_THREADS (default: all cores).
