@@ -11,7 +11,8 @@
 
 namespace rota::models {
 
-/// Generation state of the whole trunk: one recurrent state per block.
+/// Generation state of the whole trunk: one recurrent state per block (linear attention only;
+/// empty for softmax attention, which has no recurrent state).
 struct EncoderState {
   std::vector<nn::LinearAttentionState> layers;
   int64_t position = 0;
@@ -19,16 +20,23 @@ struct EncoderState {
 
 /// Children: `embed`, optionally `pos_embed` (learned absolute), `blocks.<i>`, `final_norm`
 /// (pre-norm models). Masked LM and classifier share these names, so a classifier can start
-/// from a masked LM checkpoint.
+/// from a masked LM checkpoint. A softmax model with the T5 encoding builds one bias table for
+/// the whole stack, owned by the first block (`blocks.0.attn.position.weight`) and used by all.
 class Encoder : public nn::Module {
  public:
   Encoder(const ModelOptions& options, bool causal, Generator& init_gen,
           std::shared_ptr<Generator> dropout_gen);
   /// ids: i64 [B, N] → hidden states [B, N, E]. key_mask: bidirectional only, [B, N].
   Variable forward(const Tensor& ids, const Tensor& key_mask = Tensor()) const;
+  /// True when step() works: linear attention (recurrent state). Softmax attention: false
+  /// (generate with full forward passes).
+  bool supports_step() const;
   EncoderState initial_state(int64_t batch) const;
   /// One token per sequence: ids [B] → hidden [B, E] (causal trunks only; no gradient).
+  /// Throws rota::Error when !supports_step().
   Tensor step(const Tensor& ids, EncoderState& state) const;
+  int64_t num_blocks() const { return static_cast<int64_t>(blocks_->size()); }
+  const TransformerBlock& block(int64_t i) const { return *(*blocks_)[i]; }
   const nn::Embedding& embedding() const { return *embed_; }
   const ModelOptions& options() const { return options_; }
 

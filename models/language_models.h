@@ -18,8 +18,12 @@ class CausalLm : public nn::Module {
   Variable forward(const Tensor& ids) const;
   /// Mean cross-entropy of next-token targets [B, N] (ignore_index −100).
   Variable loss(const Tensor& ids, const Tensor& targets) const;
+  /// True for linear attention; false for softmax attention, whose step() throws (a generator
+  /// then runs full forward passes over the growing sequence).
+  bool supports_step() const { return encoder_->supports_step(); }
   EncoderState initial_state(int64_t batch) const { return encoder_->initial_state(batch); }
-  /// Feeds one token per sequence (ids [B]); returns next-token logits [B, V].
+  /// Feeds one token per sequence (ids [B]); returns next-token logits [B, V]. Throws
+  /// rota::Error when !supports_step().
   Tensor step(const Tensor& ids, EncoderState& state) const;
   const Encoder& encoder() const { return *encoder_; }
 

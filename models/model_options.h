@@ -2,8 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "framework/nn/attention/linear_attention.h"
+#include "framework/nn/attention/softmax_encoding_by_name.h"
 #include "framework/nn/feed_forward.h"
 #include "framework/nn/position/linear_position.h"
 
@@ -12,6 +15,29 @@ namespace rota::models {
 enum class ModelKind { kCausalLm, kMaskedLm, kClassifier };
 enum class NormPlacement { kPre, kPost };
 enum class Pooling { kFirstToken, kMean };
+/// The attention of every block: linear (O(N), recurrent generation) or softmax (O(N²)).
+enum class AttentionFamily { kLinear, kSoftmax };
+
+/// Softmax-attention settings (used when ModelOptions::attention_family == kSoftmax).
+struct SoftmaxModelOptions {
+  std::optional<double> scale;  // s in ℓ = s·(q·k + a) + b; unset: 1/√D
+  double dropout = 0.0;         // dropout on the attention probabilities (training only)
+  /// WeNet chunked streaming visibility (encodings.md section 9): query p in chunk ⌊p/C⌋ sees
+  /// its own chunk and stream_left_memory earlier frames (< 0: all history). 0: full attention.
+  int64_t stream_chunk = 0;
+  int64_t stream_left_memory = -1;
+  /// One of nn::softmax_encoding_by_name's names: "none", "sinusoidal", "learned" (absolute
+  /// embeddings added by the Encoder; ModelOptions::max_positions sizes the learned table), "rope",
+  /// "rope_half", "alibi", "t5", "shaw", "transformer_xl", "skew".
+  std::string encoding = "none";
+  /// The encoding's parameters; heads, head_dim, causal and dtype are filled in by the model.
+  nn::SoftmaxEncodingParams params;
+  // Settings that SoftmaxEncodingParams does not carry.
+  int64_t shaw_clip_left = -1;           // −1: params.shaw_clip
+  int64_t shaw_clip_right = -1;          // −1: params.shaw_clip
+  double xl_base = 10000.0;              // Transformer-XL sinusoid base
+  std::optional<bool> t5_bidirectional;  // unset: !causal
+};
 
 struct ModelOptions {
   ModelKind kind = ModelKind::kCausalLm;
@@ -27,14 +53,18 @@ struct ModelOptions {
   bool scale_embeddings = false;  // multiply token embeddings by √E (fairseq LMs)
   bool tie_embeddings = true;     // output projection shares the token embedding
   double init_std = 0.02;
+  AttentionFamily attention_family = AttentionFamily::kLinear;
   /// Linear attention settings (dim, heads, causal are filled in by the model; the position
   /// encoding comes from `position` below).
   nn::LinearAttentionOptions attention;
+  /// Linear attention's position encoding (softmax models use softmax.encoding instead).
   nn::LinearPositionEncoding position = nn::LinearPositionEncoding::kLrpe;
   nn::LrpeOptions lrpe;         // used when position == kLrpe
   int64_t max_positions = 512;  // learned absolute table size
   bool add_sinusoidal = false;  // also add sinusoidal absolute embeddings next to a feature-level
-                                // encoding (the LRPE paper's LMs keep them)
+                                // encoding (the LRPE paper's LMs keep them) or a softmax
+                                // model's relative encoding
+  SoftmaxModelOptions softmax;  // used when attention_family == kSoftmax
   // Classifier.
   int64_t num_classes = 2;
   Pooling pooling = Pooling::kMean;

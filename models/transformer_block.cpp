@@ -3,22 +3,112 @@
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/ops/elementwise.h"
+#include "framework/nn/attention/streaming_chunk_attention.h"
+#include "framework/nn/position/shaw.h"
 
 namespace rota::models {
 
+namespace {
+
+/// A relative encoding owned and registered by another block: attend() goes to the owner, and
+/// registering this one adds no parameters.
+class BorrowedRelativeEncoding : public nn::RelativeAttentionEncoding {
+ public:
+  explicit BorrowedRelativeEncoding(std::shared_ptr<const nn::RelativeAttentionEncoding> owner)
+      : owner_(std::move(owner)) {}
+  Variable attend(const Variable& q, const Variable& k, const Variable& v,
+                  const nn::AttentionCall& call) const override {
+    return owner_->attend(q, k, v, call);
+  }
+
+ private:
+  std::shared_ptr<const nn::RelativeAttentionEncoding> owner_;
+};
+
+/// The layer's encoding: the shared one, or built from options.softmax (Shaw and XL here, as
+/// SoftmaxEncodingParams has no asymmetric clipping nor XL base; the rest by name).
+nn::SoftmaxEncodingOptions block_encoding(const ModelOptions& o, bool causal, Generator& gen,
+                                          const SharedAttentionEncoding& shared) {
+  nn::SoftmaxEncodingOptions e;
+  if (shared.encoding) {
+    e.kind = nn::SoftmaxEncodingKind::kCustom;
+    e.custom = shared.owner ? shared.encoding
+                            : std::make_shared<BorrowedRelativeEncoding>(shared.encoding);
+    return e;
+  }
+  const SoftmaxModelOptions& s = o.softmax;
+  nn::SoftmaxEncodingParams p = s.params;
+  p.heads = o.heads;
+  p.head_dim = o.dim / o.heads;
+  p.causal = causal;
+  p.dtype = o.dtype;
+  if (s.encoding == "shaw") {
+    nn::ShawOptions shaw;
+    shaw.head_dim = p.head_dim;
+    shaw.clip = p.shaw_clip;
+    shaw.clip_left = s.shaw_clip_left;
+    shaw.clip_right = s.shaw_clip_right;
+    shaw.values = p.shaw_values;
+    shaw.dtype = p.dtype;
+    e.kind = nn::SoftmaxEncodingKind::kCustom;
+    e.custom = std::make_shared<nn::ShawRelativeEncoding>(shaw, gen);
+    return e;
+  }
+  if (s.encoding == "transformer_xl" || s.encoding == "xl") {
+    nn::RelativeXlOptions xl;
+    xl.heads = p.heads;
+    xl.head_dim = p.head_dim;
+    xl.pe_dim = p.xl_pe_dim;
+    xl.base = s.xl_base;
+    xl.layout = p.xl_layout;
+    xl.dtype = p.dtype;
+    e.kind = nn::SoftmaxEncodingKind::kCustom;
+    e.custom = std::make_shared<nn::RelativeXlEncoding>(xl, gen);
+    return e;
+  }
+  e = nn::softmax_encoding_by_name(s.encoding, p, gen);
+  if (e.kind == nn::SoftmaxEncodingKind::kT5 && s.t5_bidirectional) {
+    e.t5_bidirectional = s.t5_bidirectional;
+  }
+  return e;
+}
+
+}  // namespace
+
 TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator& init_gen,
-                                   std::shared_ptr<Generator> dropout_gen)
-    : placement_(o.norm_placement) {
-  nn::LinearAttentionOptions a = nn::with_position_encoding(
-      o.attention, nn::linear_position_encoding_name(o.position), o.lrpe);
-  a.dim = o.dim;
-  a.heads = o.heads;
-  a.causal = causal;
-  a.init_std = o.init_std;
-  a.dtype = o.dtype;
+                                   std::shared_ptr<Generator> dropout_gen,
+                                   const SharedAttentionEncoding& shared)
+    : placement_(o.norm_placement), softmax_options_(o.softmax) {
   ln1_ = register_module(
       "ln1", std::make_shared<nn::LayerNorm>(nn::NormOptions{o.dim, 1e-5, true, o.dtype}));
-  attn_ = register_module("attn", std::make_shared<nn::LinearAttention>(a, init_gen));
+  if (o.attention_family == AttentionFamily::kLinear) {
+    nn::LinearAttentionOptions a = nn::with_position_encoding(
+        o.attention, nn::linear_position_encoding_name(o.position), o.lrpe);
+    a.dim = o.dim;
+    a.heads = o.heads;
+    a.causal = causal;
+    a.init_std = o.init_std;
+    a.dtype = o.dtype;
+    linear_attn_ = register_module("attn", std::make_shared<nn::LinearAttention>(a, init_gen));
+  } else {
+    ROTA_CHECK(o.heads > 0 && o.dim > 0 && o.dim % o.heads == 0,
+               "model: width {} must be a positive multiple of heads {}", o.dim, o.heads);
+    ROTA_CHECK(o.softmax.stream_chunk >= 0,
+               "model: softmax streaming chunk must be >= 0 (0 = no streaming), got {}",
+               o.softmax.stream_chunk);
+    nn::SoftmaxAttentionOptions a;
+    a.dim = o.dim;
+    a.heads = o.heads;
+    a.causal = causal;
+    a.scale = o.softmax.scale;
+    a.dropout = o.softmax.dropout;
+    a.encoding = block_encoding(o, causal, init_gen, shared);
+    a.init_std = o.init_std;
+    a.dtype = o.dtype;
+    if (shared.encoding && !shared.owner) shared_encoding_ = shared.encoding;
+    softmax_attn_ =
+        register_module("attn", std::make_shared<nn::SoftmaxAttention>(a, init_gen, dropout_gen));
+  }
   ln2_ = register_module(
       "ln2", std::make_shared<nn::LayerNorm>(nn::NormOptions{o.dim, 1e-5, true, o.dtype}));
   nn::FeedForwardOptions f;
@@ -32,24 +122,55 @@ TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator
   dropout_ = register_module("dropout", std::make_shared<nn::Dropout>(o.dropout, dropout_gen));
 }
 
+const nn::LinearAttention& TransformerBlock::attention() const {
+  ROTA_CHECK(linear_attn_ != nullptr,
+             "TransformerBlock::attention: this block uses softmax attention, not linear");
+  return *linear_attn_;
+}
+
+const nn::SoftmaxAttention& TransformerBlock::softmax_attention() const {
+  ROTA_CHECK(softmax_attn_ != nullptr,
+             "TransformerBlock::softmax_attention: this block uses linear attention");
+  return *softmax_attn_;
+}
+
+const nn::RelativeAttentionEncoding* TransformerBlock::relative_encoding() const {
+  if (shared_encoding_) return shared_encoding_.get();
+  return softmax_attn_ ? softmax_attn_->relative_encoding().get() : nullptr;
+}
+
+Variable TransformerBlock::attend(const Variable& x, const Tensor& key_mask) const {
+  if (linear_attn_) return linear_attn_->forward(x, key_mask);
+  nn::SoftmaxAttentionInputs inputs;
+  inputs.key_padding_mask = key_mask;
+  if (softmax_options_.stream_chunk > 0) {
+    inputs.visibility_mask = nn::chunk_visibility_mask(x.size(1), softmax_options_.stream_chunk,
+                                                       softmax_options_.stream_left_memory);
+  }
+  return softmax_attn_->forward(x, inputs);
+}
+
 Variable TransformerBlock::forward(const Variable& x, const Tensor& key_mask) const {
   if (placement_ == NormPlacement::kPre) {
-    const Variable h = x + dropout_->forward(attn_->forward(ln1_->forward(x), key_mask));
+    const Variable h = x + dropout_->forward(attend(ln1_->forward(x), key_mask));
     return h + dropout_->forward(ffn_->forward(ln2_->forward(h)));
   }
-  const Variable h = ln1_->forward(x + dropout_->forward(attn_->forward(x, key_mask)));
+  const Variable h = ln1_->forward(x + dropout_->forward(attend(x, key_mask)));
   return ln2_->forward(h + dropout_->forward(ffn_->forward(h)));
 }
 
 Tensor TransformerBlock::step(const Tensor& x, nn::LinearAttentionState& state) const {
+  ROTA_CHECK(linear_attn_ != nullptr,
+             "TransformerBlock::step: recurrent generation needs linear attention; a "
+             "softmax-attention model has no recurrent state (run full forward passes instead)");
   // Generation: no graph, and dropout inactive (the caller puts the model in eval mode).
   NoGradGuard no_grad;
   const Variable xv(x);
   if (placement_ == NormPlacement::kPre) {
-    const Variable h = xv + Variable(attn_->step(ln1_->forward(xv).data(), state));
+    const Variable h = xv + Variable(linear_attn_->step(ln1_->forward(xv).data(), state));
     return (h + ffn_->forward(ln2_->forward(h))).data();
   }
-  const Variable h = ln1_->forward(xv + Variable(attn_->step(x, state)));
+  const Variable h = ln1_->forward(xv + Variable(linear_attn_->step(x, state)));
   return ln2_->forward(h + ffn_->forward(h)).data();
 }
 

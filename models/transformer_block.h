@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "framework/nn/attention/linear_attention.h"
+#include "framework/nn/attention/softmax_attention.h"
 #include "framework/nn/dropout.h"
 #include "framework/nn/feed_forward.h"
 #include "framework/nn/norm.h"
@@ -11,23 +12,49 @@
 
 namespace rota::models {
 
+/// A relative encoding shared by every block of a stack (T5's bias table). The owner block
+/// registers it as its `attn.position`; the other blocks use it without registering it, so its
+/// parameters appear once in named_parameters() and state_dict().
+struct SharedAttentionEncoding {
+  std::shared_ptr<nn::RelativeAttentionEncoding> encoding;
+  bool owner = false;
+};
+
 /// pre-norm:  h = x + drop(attn(ln1(x)));  y = h + drop(ffn(ln2(h)))
 /// post-norm: h = ln1(x + drop(attn(x)));  y = ln2(h + drop(ffn(h)))
-/// Children: `ln1`, `attn`, `ln2`, `ffn`.
+/// Children: `ln1`, `attn` (nn::LinearAttention or nn::SoftmaxAttention, by
+/// options.attention_family), `ln2`, `ffn`.
 class TransformerBlock : public nn::Module {
  public:
+  /// shared: for softmax models, an encoding used instead of building options.softmax.encoding
+  /// for this block (Encoder passes its one T5 table to every block).
   TransformerBlock(const ModelOptions& options, bool causal, Generator& init_gen,
-                   std::shared_ptr<Generator> dropout_gen);
-  /// x: [B, N, E]; key_mask: bidirectional only, [B, N] (0 = padding).
+                   std::shared_ptr<Generator> dropout_gen,
+                   const SharedAttentionEncoding& shared = {});
+  /// x: [B, N, E]; key_mask: bidirectional only, [B, N] (0 = padding). Softmax streaming models
+  /// also apply the chunk visibility mask [N, N].
   Variable forward(const Variable& x, const Tensor& key_mask = Tensor()) const;
-  /// One token: x [B, E] with this block's recurrent state (no gradient).
+  /// One token: x [B, E] with this block's recurrent state (no gradient). Linear attention only:
+  /// throws rota::Error for softmax attention.
   Tensor step(const Tensor& x, nn::LinearAttentionState& state) const;
-  const nn::LinearAttention& attention() const { return *attn_; }
+  bool is_softmax() const { return softmax_attn_ != nullptr; }
+  /// The linear attention; throws rota::Error for a softmax block.
+  const nn::LinearAttention& attention() const;
+  /// The softmax attention; throws rota::Error for a linear block.
+  const nn::SoftmaxAttention& softmax_attention() const;
+  /// The relative encoding the attention uses (the shared one for non-owner blocks), null for
+  /// linear attention and for softmax encodings without one (none, absolute, RoPE).
+  const nn::RelativeAttentionEncoding* relative_encoding() const;
 
  private:
+  Variable attend(const Variable& x, const Tensor& key_mask) const;
+
   NormPlacement placement_;
+  SoftmaxModelOptions softmax_options_;
   std::shared_ptr<nn::LayerNorm> ln1_, ln2_;
-  std::shared_ptr<nn::LinearAttention> attn_;
+  std::shared_ptr<nn::LinearAttention> linear_attn_;
+  std::shared_ptr<nn::SoftmaxAttention> softmax_attn_;
+  std::shared_ptr<nn::RelativeAttentionEncoding> shared_encoding_;
   std::shared_ptr<nn::FeedForward> ffn_;
   std::shared_ptr<nn::Dropout> dropout_;
 };

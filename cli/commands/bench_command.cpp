@@ -1,0 +1,68 @@
+// `rota bench train RECIPE [--steps N] [--dtype f32]`: full training steps timed, FLOP/s reported.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "cli/commands/commands.h"
+#include "cli/jobs/checkpoint_task.h"
+#include "cli/jobs/optimizer_setup.h"
+#include "cli/jobs/task.h"
+#include "cli/jobs/tokenizer_setup.h"
+#include "framework/io/log.h"
+#include "framework/train/train_step.h"
+#include "models/model_flops.h"
+#include "recipes/loader.h"
+#include "recipes/recipe_error.h"
+
+namespace rota::cli {
+
+int run_bench_train(const BenchTrainArgs& args) {
+  io::init_logging_from_env();
+  if (args.dtype != "f32") {
+    throw recipes::RecipeError("--dtype: only f32 is available in this build (got '" + args.dtype +
+                               "')");
+  }
+  if (args.steps < 1) throw recipes::RecipeError("--steps must be >= 1");
+  if (args.warmup < 0) throw recipes::RecipeError("--warmup must be >= 0");
+  const recipes::Recipe recipe = recipes::load_recipe(args.recipe, args.overrides);
+  const int threads = apply_thread_setting(recipe);
+  TaskInputs inputs;
+  inputs.recipe = recipe;
+  inputs.tokenizer = obtain_tokenizer(recipe, std::nullopt, inputs.data_options);
+  std::unique_ptr<Task> task = make_task(std::move(inputs));
+  const int64_t total = args.warmup + args.steps;
+  const std::unique_ptr<optim::Optimizer> optimizer = optimizer_from_recipe(recipe, task->model());
+  optim::ScheduleOptions schedule_options = schedule_options_from_recipe(
+      recipe, std::max<int64_t>(total, recipe.schedule().warmup_steps() + 1));
+  const std::unique_ptr<optim::LrSchedule> schedule = optim::make_schedule(schedule_options);
+  train::StepOptions step_options;
+  step_options.grad_accumulation = recipe.train().gradient_accumulation();
+  step_options.clip_norm = recipe.train().grad_clip();
+  train::StepRunner runner(task->model().parameters(), *optimizer, *schedule, step_options);
+  task->model().train();
+
+  std::vector<double> step_seconds;
+  for (int64_t i = 0; i < total; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const train::StepResult result = runner.run([&] { return task->next_micro_batch(); });
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (i >= args.warmup) step_seconds.push_back(seconds);
+    io::log_info("bench step {}/{}{}: {:.1f} ms, loss {:.4f}", i + 1, total,
+                 i < args.warmup ? " (warm-up)" : "", seconds * 1e3, result.loss);
+  }
+  std::sort(step_seconds.begin(), step_seconds.end());
+  const double median = step_seconds[step_seconds.size() / 2];
+  const int64_t tokens_per_step = recipe.data().batch_size() * recipe.data().sequence_length();
+  const double flops =
+      models::training_flops_per_token(task->model_options(), recipe.data().sequence_length()) *
+      static_cast<double>(tokens_per_step);
+  std::printf("recipe=%s threads=%d steps=%lld tokens_per_step=%lld\n", recipe.name().c_str(),
+              threads, static_cast<long long>(args.steps), static_cast<long long>(tokens_per_step));
+  std::printf("tokens_per_s=%.1f step_ms=%.2f gflops=%.2f\n",
+              static_cast<double>(tokens_per_step) / median, median * 1e3, flops / median / 1e9);
+  return kExitOk;
+}
+
+}  // namespace rota::cli

@@ -1,0 +1,129 @@
+// Classifier task: padded TSV examples, cross-entropy over classes, accuracy and MCC.
+#include "cli/jobs/tasks.h"
+#include "data/dataset/batch.h"
+#include "framework/autograd/ops/loss.h"
+#include "framework/io/log.h"
+#include "framework/train/classification_metrics.h"
+
+namespace rota::cli {
+
+ClassifierTask::ClassifierTask(TaskInputs inputs) : Task(std::move(inputs)) {
+  Generator init_gen(seeds_.init);
+  model_ = std::make_shared<models::Classifier>(model_options_, init_gen, dropout_gen_);
+}
+
+data::ClassificationOptions ClassifierTask::dataset_options() const {
+  const recipes::Data& d = recipe().data();
+  data::ClassificationOptions o;
+  o.max_length = d.sequence_length();
+  o.num_classes = recipe().model().classifier().num_classes();
+  if (d.has_tsv()) {
+    o.text_columns = {d.tsv().text()};
+    if (d.tsv().has_text_pair()) o.text_columns.push_back(d.tsv().text_pair());
+    o.label_column = d.tsv().label();
+    switch (d.tsv().header()) {
+      case recipes::TsvColumns::PRESENT:
+        o.header = data::TsvHeader::kPresent;
+        break;
+      case recipes::TsvColumns::ABSENT:
+        o.header = data::TsvHeader::kAbsent;
+        break;
+      default:
+        o.header = data::TsvHeader::kDetect;
+    }
+  }
+  const data::SpecialTokens& specials = tokenizer().specials();
+  o.add_cls = specials.has(data::SpecialToken::kCls);
+  o.add_sep = specials.has(data::SpecialToken::kSep);
+  return o;
+}
+
+int64_t ClassifierTask::prepare_training_data() {
+  if (!train_data_) {
+    data::ClassificationOptions options = dataset_options();
+    if (!recipe().data().has_tsv()) {
+      options.text_columns = corpus().text_columns();
+      options.label_column = corpus().label_column();
+    }
+    train_data_.emplace(
+        data::ClassificationDataset::from_corpus(corpus(), "train", tokenizer(), options));
+    io::log_info("data: train split: {} examples ({} truncated to {} tokens)", train_data_->size(),
+                 train_data_->truncated_count(), options.max_length);
+    ROTA_CHECK(train_data_->size() >= recipe().data().batch_size(),
+               "data: the train split has {} examples, fewer than one batch of {}",
+               train_data_->size(), recipe().data().batch_size());
+    data::LoaderOptions loader_options;
+    loader_options.batch_size = micro_batch_size();
+    loader_options.shuffle = recipe().data().shuffle();
+    loader_options.drop_last = true;
+    loader_options.seed = seeds_.data;
+    loader_.emplace(train_data_->size(), loader_options);
+  }
+  return train_data_->size();
+}
+
+int64_t ClassifierTask::steps_per_epoch() {
+  return prepare_training_data() / recipe().data().batch_size();
+}
+
+data::LoaderCursor ClassifierTask::loader_cursor() const {
+  return loader_ ? loader_->cursor() : data::LoaderCursor{};
+}
+
+void ClassifierTask::restore_loader(const data::LoaderCursor& cursor) {
+  loader_->restore(cursor);
+}
+
+train::MicroBatch ClassifierTask::next_micro_batch() {
+  prepare_training_data();
+  const data::ClassificationBatch batch = train_data_->batch(loader_->next().indices);
+  int64_t tokens = 0;
+  const float* mask = batch.mask.data<float>();
+  for (int64_t i = 0; i < batch.mask.numel(); ++i) tokens += mask[i] != 0.0f;
+  return {model_->loss(batch.tokens, batch.mask, batch.labels), tokens};
+}
+
+train::Metrics ClassifierTask::evaluate_split(const std::string& split, int64_t max_batches) {
+  data::ClassificationOptions options = dataset_options();
+  if (!recipe().data().has_tsv()) {
+    options.text_columns = corpus().text_columns();
+    options.label_column = corpus().label_column();
+  }
+  const data::ClassificationDataset dataset =
+      data::ClassificationDataset::from_corpus(corpus(), split, tokenizer(), options);
+  ROTA_CHECK(dataset.labeled(), "eval: the {} split of '{}' has no labels", split, corpus().name());
+  data::LoaderOptions loader_options;
+  loader_options.batch_size = micro_batch_size();
+  loader_options.shuffle = false;
+  loader_options.drop_last = false;
+  data::BatchLoader loader(dataset.size(), loader_options);
+  int64_t batches = loader.batches_per_epoch();
+  if (max_batches > 0) batches = std::min(batches, max_batches);
+  const int64_t classes = recipe().model().classifier().num_classes();
+  train::ConfusionMatrix confusion(classes);
+  double loss_sum = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    const data::ClassificationBatch batch = dataset.batch(loader.next().indices);
+    const int64_t n = batch.labels.numel();
+    if (n == 0) continue;
+    const Variable logits = model_->forward(batch.tokens, batch.mask);  // [B, C]
+    loss_sum += cross_entropy(logits, batch.labels).item() * static_cast<double>(n);
+    const Tensor scores = logits.data().contiguous();
+    const float* s = scores.data<float>();
+    const int64_t* labels = batch.labels.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t best = 0;
+      for (int64_t c = 1; c < classes; ++c) {
+        if (s[i * classes + c] > s[i * classes + best]) best = c;
+      }
+      confusion.add(labels[i], best);
+    }
+  }
+  ROTA_CHECK(confusion.total() > 0, "eval: the {} split has no examples", split);
+  return {{"loss", loss_sum / static_cast<double>(confusion.total())},
+          {"accuracy", confusion.accuracy()},
+          {"mcc", confusion.matthews_correlation()},
+          {"examples", static_cast<double>(confusion.total())}};
+}
+
+}  // namespace rota::cli

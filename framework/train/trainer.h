@@ -1,0 +1,109 @@
+// The training loop: optimizer steps, evaluation, checkpoints, resume, signals, metrics, progress.
+#pragma once
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "framework/io/train_state.h"
+#include "framework/nn/module.h"
+#include "framework/optim/optimizer.h"
+#include "framework/optim/schedule.h"
+#include "framework/train/train_step.h"
+
+namespace rota::train {
+
+/// Evaluation results in display order, e.g. {{"loss", 1.41}, {"ppl", 4.1}}.
+using Metrics = std::vector<std::pair<std::string, double>>;
+
+/// The value of `name` in metrics; throws naming the available keys when absent.
+double metric_value(const Metrics& metrics, const std::string& name);
+
+/// What the loop needs from a model and its data (models and data sit above the framework and
+/// plug in through this interface).
+class TrainingTask {
+ public:
+  virtual ~TrainingTask() = default;
+  virtual nn::Module& model() = 0;
+  /// Loss of the next training micro-batch (the model is in training mode, gradients on).
+  virtual MicroBatch next_micro_batch() = 0;
+  /// Validation metrics (called in eval mode without gradients; the trainer restores
+  /// training mode afterwards). Must not disturb the training data order or RNG streams.
+  virtual Metrics evaluate() = 0;
+  /// Writes the data cursor and the task's RNG streams into `state`.
+  virtual void save_state(io::TrainState& state) const = 0;
+  /// Restores what save_state wrote.
+  virtual void restore_state(const io::TrainState& state) = 0;
+  /// Files kept with every checkpoint, name -> bytes (e.g. the tokenizer).
+  virtual std::map<std::string, std::string> checkpoint_files() const { return {}; }
+};
+
+struct TrainerOptions {
+  std::filesystem::path run_dir;  // checkpoints/, metrics.jsonl, train.log, events
+  int64_t total_steps = 1;
+  int64_t eval_every = 0;        // 0: evaluate only at the end
+  int64_t checkpoint_every = 0;  // 0: checkpoint only at the end
+  int keep_checkpoints = 3;      // periodic checkpoints kept (best and latest always kept)
+  int64_t log_every = 50;        // metrics.jsonl / train.log / plain progress cadence
+  StepOptions step;
+  bool tensorboard = true;
+  /// Metric (a key of TrainingTask::evaluate's result) that picks the best checkpoint.
+  std::string best_metric = "loss";
+  bool higher_is_better = false;
+  std::string recipe_text;  // stored in every checkpoint
+  uint64_t seed = 0;        // recorded in the train state
+  /// Stop after this many steps as if interrupted (a checkpoint is written; resuming later
+  /// continues the same schedule); 0 = run to total_steps.
+  int64_t stop_after_step = 0;
+  /// Install SIGINT/SIGTERM handlers that checkpoint and stop cleanly during run().
+  bool handle_signals = true;
+  std::FILE* progress_out = stdout;
+  std::optional<bool> terminal;  // progress line mode; default isatty(progress_out)
+};
+
+enum class TrainStatus {
+  kFinished,     // reached total_steps
+  kInterrupted,  // signal or stop_after_step: a checkpoint holds the state to resume from
+};
+
+struct TrainOutcome {
+  TrainStatus status = TrainStatus::kFinished;
+  int64_t step = 0;       // optimizer steps completed
+  Metrics final_metrics;  // the last evaluation (empty when interrupted)
+  std::filesystem::path last_checkpoint;
+  double wall_time_s = 0;  // summed over resumes
+  int signal = 0;          // the signal that stopped the run, if any
+};
+
+/// Runs training to the end (or to an interruption). Writes in run_dir: metrics.jsonl (one
+/// line per log_every steps with split "train", one per evaluation with split "valid"),
+/// train.log, a TensorBoard event file, checkpoints/step_N (see io/checkpoint.h) every
+/// checkpoint_every steps, at every evaluation that improves the best metric (pointed at by
+/// checkpoints/best) and at the end.
+class Trainer {
+ public:
+  Trainer(TrainingTask& task, optim::Optimizer& optimizer, const optim::LrSchedule& schedule,
+          TrainerOptions options);
+  /// Continues from a checkpoint of the same run: loads weights (strictly), optimizer state,
+  /// the step counter, the task's data cursor and RNG streams, so the rest of the run is
+  /// bit-identical to an uninterrupted one. Also drops metrics.jsonl lines after that step.
+  void resume(const std::filesystem::path& checkpoint_dir);
+  TrainOutcome run();
+  int64_t step() const { return runner_.steps_done(); }
+
+ private:
+  Metrics evaluate_and_log(int64_t step);
+  std::filesystem::path save(bool is_best);
+
+  TrainingTask& task_;
+  optim::Optimizer& optimizer_;
+  TrainerOptions options_;
+  StepRunner runner_;
+  io::TrainState state_;  // best_eval, tokens, wall time carried across resumes
+};
+
+}  // namespace rota::train

@@ -1,0 +1,36 @@
+// Analytic training FLOPs per token (see model_flops.h).
+#include "models/model_flops.h"
+
+#include <algorithm>
+
+namespace rota::models {
+
+double training_flops_per_token(const ModelOptions& o, int64_t sequence_length) {
+  const double e = static_cast<double>(o.dim);
+  const double f = static_cast<double>(o.ffn_dim);
+  const double v = static_cast<double>(o.vocab_size);
+  const double heads = static_cast<double>(o.heads);
+  const double d = e / heads;
+  const bool causal = o.kind == ModelKind::kCausalLm;
+  double forward = static_cast<double>(o.layers) * 2.0 * (4.0 * e * e + 2.0 * e * f);
+  if (o.kind == ModelKind::kClassifier) {
+    forward += 2.0 * e * static_cast<double>(o.num_classes) / static_cast<double>(sequence_length);
+  } else {
+    forward += 2.0 * v * e;
+  }
+  double attention = 0;
+  const double n = static_cast<double>(sequence_length);
+  if (o.attention_family == AttentionFamily::kSoftmax) {
+    attention = 4.0 * n * d * (causal ? 0.5 : 1.0);
+  } else {
+    const bool doubled = o.position == nn::LinearPositionEncoding::kLrpe &&
+                         o.lrpe.core == backend::LrpeCore::kUnitary;
+    const double features = doubled ? 2.0 * d : d;
+    const double chunk = std::min<double>(static_cast<double>(o.attention.chunk_size), n);
+    attention = causal ? 2.0 * chunk * features + 4.0 * features * d : 4.0 * features * d;
+  }
+  forward += static_cast<double>(o.layers) * heads * attention;
+  return 3.0 * forward;
+}
+
+}  // namespace rota::models
