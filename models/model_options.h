@@ -48,6 +48,7 @@ struct ModelOptions {
   int64_t ffn_dim = 512;
   nn::Activation activation = nn::Activation::kGelu;
   NormPlacement norm_placement = NormPlacement::kPre;
+  double norm_eps = 1e-5;         // epsilon of every LayerNorm of the model
   bool final_norm = true;         // LayerNorm after the last block (pre-norm models)
   double dropout = 0.0;           // on embeddings and residual branches
   bool scale_embeddings = false;  // multiply token embeddings by √E (fairseq LMs)
@@ -59,8 +60,9 @@ struct ModelOptions {
   nn::LinearAttentionOptions attention;
   /// Linear attention's position encoding (softmax models use softmax.encoding instead).
   nn::LinearPositionEncoding position = nn::LinearPositionEncoding::kLrpe;
-  nn::LrpeOptions lrpe;         // used when position == kLrpe
-  int64_t max_positions = 512;  // learned absolute table size
+  nn::LrpeOptions lrpe;              // used when position == kLrpe
+  int64_t max_positions = 512;       // learned absolute table size
+  double sinusoidal_base = 10000.0;  // frequencies base^(−2i/E) of sinusoidal absolute embeddings
   bool add_sinusoidal = false;  // also add sinusoidal absolute embeddings next to a feature-level
                                 // encoding (the LRPE paper's LMs keep them) or a softmax
                                 // model's relative encoding

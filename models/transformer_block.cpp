@@ -80,7 +80,7 @@ TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator
                                    const SharedAttentionEncoding& shared)
     : placement_(o.norm_placement), softmax_options_(o.softmax) {
   ln1_ = register_module(
-      "ln1", std::make_shared<nn::LayerNorm>(nn::NormOptions{o.dim, 1e-5, true, o.dtype}));
+      "ln1", std::make_shared<nn::LayerNorm>(nn::NormOptions{o.dim, o.norm_eps, true, o.dtype}));
   if (o.attention_family == AttentionFamily::kLinear) {
     nn::LinearAttentionOptions a = nn::with_position_encoding(
         o.attention, nn::linear_position_encoding_name(o.position), o.lrpe);
@@ -110,7 +110,7 @@ TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator
         register_module("attn", std::make_shared<nn::SoftmaxAttention>(a, init_gen, dropout_gen));
   }
   ln2_ = register_module(
-      "ln2", std::make_shared<nn::LayerNorm>(nn::NormOptions{o.dim, 1e-5, true, o.dtype}));
+      "ln2", std::make_shared<nn::LayerNorm>(nn::NormOptions{o.dim, o.norm_eps, true, o.dtype}));
   nn::FeedForwardOptions f;
   f.dim = o.dim;
   f.hidden_dim = o.ffn_dim;

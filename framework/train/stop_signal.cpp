@@ -38,6 +38,7 @@ StopSignalGuard::StopSignalGuard() {
 StopSignalGuard::~StopSignalGuard() {
   sigaction(SIGINT, &g_previous_int, nullptr);
   sigaction(SIGTERM, &g_previous_term, nullptr);
+  g_requested = 0;  // a signal this guard caught must not stop a later run without a guard
   g_installed = false;
 }
 

@@ -119,6 +119,10 @@ Metrics Trainer::evaluate_and_log(int64_t step) {
 TrainOutcome Trainer::run() {
   fs::create_directories(options_.run_dir);
   io::set_log_file(options_.run_dir / "train.log");
+  // Stop writing this run's train.log however run() ends (return or exception).
+  struct LogFileScope {
+    ~LogFileScope() { io::set_log_file({}); }
+  } log_file_scope;
   io::MetricsWriter metrics_writer(options_.run_dir / "metrics.jsonl");
   std::unique_ptr<io::TensorBoardWriter> tensorboard;
   if (options_.tensorboard) tensorboard = std::make_unique<io::TensorBoardWriter>(options_.run_dir);
@@ -240,7 +244,6 @@ TrainOutcome Trainer::run() {
       }
       update_wall_time();
       outcome.wall_time_s = state_.wall_time_s();
-      io::set_log_file({});
       return outcome;
     }
   }
@@ -253,7 +256,6 @@ TrainOutcome Trainer::run() {
     io::log_info("best valid {} = {:.6g} at step {}", state_.best_eval().metric(),
                  state_.best_eval().value(), state_.best_eval().step());
   }
-  io::set_log_file({});
   return outcome;
 }
 

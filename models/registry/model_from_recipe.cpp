@@ -80,6 +80,7 @@ void set_linear_attention(const recipes::Model& m, ModelOptions& o) {
       break;
     case recipes::Position::kSinusoidal:
       o.position = nn::LinearPositionEncoding::kSinusoidal;
+      o.sinusoidal_base = p.sinusoidal().base();
       break;
     case recipes::Position::kLearnedAbsolute:
       o.position = nn::LinearPositionEncoding::kLearned;
@@ -131,6 +132,7 @@ void set_softmax_attention(const recipes::Model& m, ModelOptions& o) {
       break;
     case recipes::Position::kSinusoidal:
       s.encoding = "sinusoidal";
+      o.sinusoidal_base = p.sinusoidal().base();
       break;
     case recipes::Position::kLearnedAbsolute:
       s.encoding = "learned";
@@ -215,6 +217,8 @@ ModelOptions model_options_from_recipe(const recipes::Recipe& recipe, int64_t vo
   o.norm_placement =
       m.norm_placement() == recipes::Model::POST_NORM ? NormPlacement::kPost : NormPlacement::kPre;
   o.final_norm = m.final_norm();
+  o.norm_eps = m.norm_eps();
+  o.attention.norm_eps = m.norm_eps();
   o.dropout = m.dropout();
   o.scale_embeddings = m.embedding_scale() == recipes::Model::SQRT_WIDTH;
   o.tie_embeddings = m.tie_embeddings();

@@ -48,11 +48,13 @@ LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generato
   v_proj_ = register_module("v_proj", std::make_shared<Linear>(proj, gen));
   out_proj_ = register_module("out_proj", std::make_shared<Linear>(proj, gen));
   if (options.norm == LinearAttentionNorm::kLayerNorm) {
-    layer_norm_ = register_module(
-        "norm", std::make_shared<LayerNorm>(NormOptions{e, 1e-5, true, options.dtype}));
+    layer_norm_ =
+        register_module("norm", std::make_shared<LayerNorm>(NormOptions{
+                                    e, options.norm_eps.value_or(1e-5), true, options.dtype}));
   } else if (options.norm == LinearAttentionNorm::kRmsNorm) {
-    rms_norm_ = register_module(
-        "norm", std::make_shared<RMSNorm>(NormOptions{e, 1e-6, true, options.dtype}));
+    rms_norm_ =
+        register_module("norm", std::make_shared<RMSNorm>(NormOptions{
+                                    e, options.norm_eps.value_or(1e-6), true, options.dtype}));
   }
   ROTA_CHECK(!(options.lrpe && options.permute_former),
              "LinearAttention: choose LRPE or PermuteFormer, not both");

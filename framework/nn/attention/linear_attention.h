@@ -27,6 +27,7 @@ struct LinearAttentionOptions {
   FeatureMap feature_map = FeatureMap::kOnePlusElu;
   LinearAttentionNorm norm = LinearAttentionNorm::kLayerNorm;
   double denominator_eps = 1e-6;
+  std::optional<double> norm_eps;   // eps of the output norm; default 1e-5 LayerNorm, 1e-6 RMSNorm
   int64_t chunk_size = 64;          // causal kernel's chunk C
   std::optional<LrpeOptions> lrpe;  // positional encoding of the features (head_dim is set
                                     // from dim / heads); none = NoPE inside attention
