@@ -40,6 +40,11 @@ int dispatch(int argc, char** argv) {
   eval_cmd->add_option("--split", eval.split, "valid or test (default test)");
   eval_cmd->add_option("--batches", eval.batches, "Evaluate only this many batches (0: all)")
       ->check(CLI::NonNegativeNumber);
+  eval_cmd
+      ->add_option("--context", eval.context,
+                   "Evaluate windows of N tokens instead of the trained data.sequence_length "
+                   "(length extrapolation)")
+      ->check(CLI::PositiveNumber);
 
   GenerateArgs gen;
   CLI::App* gen_cmd = app.add_subcommand("generate", "Sample text from a causal LM checkpoint");
@@ -51,6 +56,21 @@ int dispatch(int argc, char** argv) {
                       "Softmax temperature; 0 = greedy (default 0.8)");
   gen_cmd->add_option("--top-k", gen.top_k, "Sample from the k most likely tokens; 0 = all");
   gen_cmd->add_option("--seed", gen.seed, "Sampling seed (default 0)");
+
+  AblateArgs ablate;
+  CLI::App* ablate_cmd = app.add_subcommand(
+      "ablate",
+      "Run every variant x seed of an ablation file, then results.csv, results.md and plots "
+      "(rerun to resume)");
+  ablate_cmd->add_option("ablation", ablate.ablation, "Ablation file (.txtpb)")->required();
+  ablate_cmd->add_option("--out", ablate.out,
+                         "Output directory (default: runs/ablations/<ablation name>)");
+  ablate_cmd->add_option("--jobs", ablate.jobs, "Runs at once (default 1)")
+      ->check(CLI::PositiveNumber);
+  ablate_cmd
+      ->add_option("--eval-batches", ablate.eval_batches,
+                   "Evaluate only this many batches per split (0: whole splits; a quick look)")
+      ->check(CLI::NonNegativeNumber);
 
   CLI::App* bench_cmd = app.add_subcommand("bench", "Benchmarks");
   bench_cmd->require_subcommand(1);
@@ -83,6 +103,7 @@ int dispatch(int argc, char** argv) {
   if (*train_cmd) return run_train(train);
   if (*eval_cmd) return run_eval(eval);
   if (*gen_cmd) return run_generate(gen);
+  if (*ablate_cmd) return run_ablate(ablate);
   if (*bench_train) return run_bench_train(bench);
   if (*data_list) return run_data_list();
   if (*data_fetch) return run_data_fetch(fetch_name);

@@ -26,6 +26,7 @@ struct EvalArgs {
   std::string checkpoint;  // run directory or checkpoint directory
   std::string split = "test";
   int64_t batches = 0;  // 0: the whole split
+  int64_t context = 0;  // tokens per window; 0: the recipe's data.sequence_length
 };
 int run_eval(const EvalArgs& args);
 
@@ -47,6 +48,17 @@ struct BenchTrainArgs {
   std::string dtype = "f32";
 };
 int run_bench_train(const BenchTrainArgs& args);
+
+struct AblateArgs {
+  std::string ablation;      // the ablation file (.txtpb)
+  std::string out;           // output directory; empty: runs/ablations/<ablation name>
+  int jobs = 1;              // runs at once
+  int64_t eval_batches = 0;  // limit every test/extrapolation evaluation; 0: whole splits
+  /// The program run for each training and evaluation; empty: this executable
+  /// (/proc/self/exe). Tests point it at the built `rota`.
+  std::string rota_binary;
+};
+int run_ablate(const AblateArgs& args);
 
 int run_data_list();
 int run_data_fetch(const std::string& name);

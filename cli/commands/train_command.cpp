@@ -1,9 +1,11 @@
 // `rota train RECIPE [--set a.b=v]... [--out DIR] [--resume]`: a recipe → a trained run directory.
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -14,6 +16,8 @@
 #include "cli/jobs/optimizer_setup.h"
 #include "cli/jobs/tasks.h"
 #include "cli/jobs/tokenizer_setup.h"
+#include "framework/distributed/launch.h"
+#include "framework/distributed/run_guard.h"
 #include "framework/io/atomic_file.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
@@ -100,46 +104,197 @@ void print_sample(const recipes::Recipe& recipe, Task& task) {
   std::fflush(stdout);
 }
 
-}  // namespace
+// 2 for recipe and usage errors, 1 for everything else (the exit-code contract of main).
+int exit_code_of(const std::exception& error) {
+  return dynamic_cast<const recipes::RecipeError*>(&error) != nullptr ? kExitUsage : kExitFailure;
+}
 
-int run_train(const TrainArgs& args) {
-  io::init_logging_from_env();
-  recipes::Recipe recipe = recipes::load_recipe(args.recipe, args.overrides);
+// Refuses the run on every rank at once; only for conditions every rank decides alike. One
+// process: a RecipeError as always. Data-parallel: a CollectiveError with exit code 2, which rank 0
+// prints once and every rank returns (no MPI_Abort for a mistake in the command line).
+[[noreturn]] void refuse(const distributed::Communicator& comm, const std::string& message) {
+  if (comm.world_size() == 1) throw recipes::RecipeError(message);
+  throw distributed::CollectiveError(message, kExitUsage);
+}
+
+// The recipe, loaded on every rank. A recipe error that every rank hits (a typo in the recipe or
+// a --set) is refused once like any recipe error; one that only some ranks hit (their files
+// differ) ends the job through the failure guard.
+recipes::Recipe load_recipe_on_every_rank(distributed::Communicator& comm, const TrainArgs& args) {
+  if (comm.world_size() == 1) return recipes::load_recipe(args.recipe, args.overrides);
+  recipes::Recipe recipe;
+  std::string error;
+  try {
+    recipe = recipes::load_recipe(args.recipe, args.overrides);
+  } catch (const recipes::RecipeError& e) {
+    error = e.what();
+  }
+  const int64_t failed = error.empty() ? 0 : 1;
+  int64_t failures = failed;
+  comm.allreduce_sum(std::span<int64_t>(&failures, 1));
+  if (failures == comm.world_size()) refuse(comm, error);
+  if (failed) throw recipes::RecipeError(error);
+  return recipe;
+}
+
+// Every rank must train the same recipe: different files or overrides on different machines
+// would silently train different models.
+void check_same_recipe(distributed::Communicator& comm, const std::string& recipe_text) {
+  if (comm.world_size() == 1) return;
+  const int64_t differs = distributed::broadcast_string(comm, recipe_text) != recipe_text;
+  const std::vector<int64_t> all =
+      distributed::allgather(comm, std::span<const int64_t>(&differs, 1));
+  std::string ranks;
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r] != 0) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!ranks.empty()) {
+    refuse(comm, fmt::format("the recipe resolves differently on rank(s) {} than on rank 0 (a "
+                             "different recipe file or --set on their machine); every rank must "
+                             "run the same recipe",
+                             ranks));
+  }
+}
+
+// Files as one string: for each, "<name>\n<size>\n<bytes>".
+std::string pack_files(const std::map<std::string, std::string>& files) {
+  std::string packed;
+  for (const auto& [name, bytes] : files) {
+    packed += name + "\n" + std::to_string(bytes.size()) + "\n" + bytes;
+  }
+  return packed;
+}
+
+std::map<std::string, std::string> unpack_files(const std::string& packed) {
+  std::map<std::string, std::string> files;
+  size_t at = 0;
+  while (at < packed.size()) {
+    const size_t name_end = packed.find('\n', at);
+    const size_t size_end = packed.find('\n', name_end + 1);
+    ROTA_CHECK(name_end != std::string::npos && size_end != std::string::npos,
+               "distributed: malformed tokenizer files from rank 0");
+    const std::string name = packed.substr(at, name_end - at);
+    const size_t size = std::stoull(packed.substr(name_end + 1, size_end - name_end - 1));
+    files[name] = packed.substr(size_end + 1, size);
+    at = size_end + 1 + size;
+  }
+  return files;
+}
+
+// The tokenizer of every rank: rank 0 obtains it (loads or builds it) and sends its files to the
+// others, so all ranks hold the same vocabulary and only one builds it.
+std::shared_ptr<const data::Tokenizer> shared_tokenizer(distributed::Communicator& comm,
+                                                        const recipes::Recipe& recipe,
+                                                        const std::optional<fs::path>& latest,
+                                                        const data::DataOptions& data_options) {
+  if (comm.world_size() == 1) return obtain_tokenizer(recipe, latest, data_options);
+  const fs::path dir =
+      fs::temp_directory_path() / fmt::format("rota-tokenizer-{}-rank{}", ::getpid(), comm.rank());
+  fs::remove_all(dir);
+  std::shared_ptr<const data::Tokenizer> tokenizer;
+  std::string packed;
+  if (comm.rank() == 0) {
+    tokenizer = obtain_tokenizer(recipe, latest, data_options);
+    tokenizer->save(dir);
+    std::map<std::string, std::string> files;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      files[entry.path().filename().string()] = io::read_file(entry.path());
+    }
+    packed = pack_files(files);
+  }
+  packed = distributed::broadcast_string(comm, packed);
+  if (comm.rank() != 0) {
+    fs::create_directories(dir);
+    for (const auto& [name, bytes] : unpack_files(packed)) {
+      io::write_file_atomically(dir / name, bytes);
+    }
+    tokenizer = data::load_tokenizer(dir);
+  }
+  fs::remove_all(dir);
+  return tokenizer;
+}
+
+// mpirun binds each rank to one core by default (for 2 ranks or fewer), which would stack all of
+// a rank's threads on that core.
+void warn_about_core_binding(const distributed::Communicator& comm, int threads) {
+  cpu_set_t cpus;
+  if (comm.world_size() == 1 || sched_getaffinity(0, sizeof(cpus), &cpus) != 0) return;
+  const int allowed = CPU_COUNT(&cpus);
+  if (allowed < threads) {
+    io::log_warn(
+        "rank {}: {} threads but only {} core(s) allowed to this process; start mpirun with "
+        "--bind-to none, or --map-by slot:PE={} to give each rank its cores",
+        comm.rank(), threads, allowed, threads);
+  }
+}
+
+int train_on_this_rank(const TrainArgs& args,
+                       const std::shared_ptr<distributed::Communicator>& comm_ptr) {
+  distributed::Communicator& comm = *comm_ptr;
+  const bool root = comm.rank() == 0;
+  // The other ranks only report problems; rank 0 tells the story.
+  if (!root && io::log_level() < io::LogLevel::kWarn) io::set_log_level(io::LogLevel::kWarn);
+  recipes::Recipe recipe = load_recipe_on_every_rank(comm, args);
   if (recipe.train().dtype() != recipes::Train::F32) {
-    throw recipes::RecipeError(
-        "train.dtype: BF16 training is not available in this build yet (see docs/performance.md); "
-        "use F32");
+    refuse(comm,
+           "train.dtype: BF16 training is not available in this build yet (see "
+           "docs/performance.md); use F32");
   }
   const int threads = apply_thread_setting(recipe);
+  warn_about_core_binding(comm, threads);
   const fs::path run_dir = args.out.empty() ? fs::path("runs") / recipe.name() : fs::path(args.out);
   const std::string recipe_text = recipes::format_recipe(recipe);
-
-  std::optional<fs::path> latest = fs::exists(run_dir) ? io::find_latest(run_dir) : std::nullopt;
-  if (latest && !args.resume) {
-    throw recipes::RecipeError(fmt::format(
-        "{} already holds a run (latest checkpoint {}); pass --resume to continue it, or --out "
-        "DIR to start a new run elsewhere",
-        run_dir.string(), latest->string()));
+  check_same_recipe(comm, recipe_text);
+  const int64_t batch = recipe.data().batch_size();
+  const int64_t accumulation = recipe.train().gradient_accumulation();
+  if (batch % (accumulation * comm.world_size()) != 0) {
+    refuse(comm,
+           fmt::format("data.batch_size: {} sequences (the global batch) do not split "
+                       "evenly into train.gradient_accumulation {} x {} ranks; use a "
+                       "multiple of {} or another number of ranks",
+                       batch, accumulation, comm.world_size(), accumulation * comm.world_size()));
   }
-  if (latest) {
-    const io::Checkpoint saved = io::load_checkpoint(*latest);
-    if (saved.recipe_text != recipe_text) {
-      throw recipes::RecipeError(fmt::format(
-          "--resume: the recipe differs from the one {} was trained with ({}); resume with the "
-          "same recipe and --set overrides",
-          latest->string(), first_difference(saved.recipe_text, recipe_text)));
+
+  // Rank 0 looks at the run directory and decides; the others follow its answer.
+  std::string latest_text, refusal;
+  if (root) {
+    const std::optional<fs::path> found =
+        fs::exists(run_dir) ? io::find_latest(run_dir) : std::nullopt;
+    if (found && !args.resume) {
+      refusal = fmt::format(
+          "{} already holds a run (latest checkpoint {}); pass --resume to continue it, or --out "
+          "DIR to start a new run elsewhere",
+          run_dir.string(), found->string());
+    } else if (found) {
+      const io::Checkpoint saved = io::load_checkpoint(*found);
+      if (saved.recipe_text != recipe_text) {
+        refusal = fmt::format(
+            "--resume: the recipe differs from the one {} was trained with ({}); resume with the "
+            "same recipe and --set overrides",
+            found->string(), first_difference(saved.recipe_text, recipe_text));
+      }
+    } else if (args.resume) {
+      io::log_info("--resume: {} has no checkpoint yet; starting from scratch", run_dir.string());
     }
-  } else if (args.resume) {
-    io::log_info("--resume: {} has no checkpoint yet; starting from scratch", run_dir.string());
+    if (found) latest_text = found->string();
   }
+  refusal = distributed::broadcast_string(comm, refusal);
+  if (!refusal.empty()) refuse(comm, refusal);
+  latest_text = distributed::broadcast_string(comm, latest_text);
+  const std::optional<fs::path> latest =
+      latest_text.empty() ? std::nullopt : std::optional<fs::path>(latest_text);
 
-  fs::create_directories(run_dir);
-  io::set_log_file(run_dir / "train.log");
-  io::log_info("rota train {} -> {} ({} threads)", args.recipe, run_dir.string(), threads);
+  if (root) {
+    fs::create_directories(run_dir);
+    io::set_log_file(run_dir / "train.log");
+    io::log_info("rota train {} -> {} ({} threads{})", args.recipe, run_dir.string(), threads,
+                 comm.world_size() > 1 ? fmt::format(" per rank, {}", comm.description()) : "");
+  }
 
   TaskInputs inputs;
   inputs.recipe = recipe;
-  inputs.tokenizer = obtain_tokenizer(recipe, latest, inputs.data_options);
+  inputs.communicator = comm_ptr;
+  inputs.tokenizer = shared_tokenizer(comm, recipe, latest, inputs.data_options);
   std::unique_ptr<Task> task = make_task(std::move(inputs));
   nn::Module& model = task->model();
   if (latest) {
@@ -151,8 +306,10 @@ int run_train(const TrainArgs& args) {
   } else {
     apply_finetune(recipe, model);
   }
-  io::write_file_atomically(run_dir / io::kRecipeFile, recipe_text);
-  task->tokenizer().save(run_dir / "tokenizer");
+  if (root) {
+    io::write_file_atomically(run_dir / io::kRecipeFile, recipe_text);
+    task->tokenizer().save(run_dir / "tokenizer");
+  }
 
   const int64_t total_steps =
       total_steps_from_recipe(recipe, recipe.train().has_epochs() ? task->steps_per_epoch() : 1);
@@ -165,28 +322,49 @@ int run_train(const TrainArgs& args) {
       "model: {} parameters ({} trainable); vocabulary {}; {} steps of {} sequences x {} tokens",
       model.num_parameters(), trainable, task->tokenizer().vocab_size(), total_steps,
       recipe.data().batch_size(), recipe.data().sequence_length());
+  if (comm.world_size() > 1) {
+    io::log_info("data-parallel: {} ranks x {} micro-batches x {} sequences = {} per step",
+                 comm.world_size(), accumulation, task->micro_batch_size(), batch);
+  }
 
   train::TrainerOptions options = trainer_options(recipe, run_dir, total_steps, recipe_text);
   options.stop_after_step = args.stop_after;
+  options.communicator = comm_ptr;
   train::Trainer trainer(*task, *optimizer, *schedule, options);
   if (latest) trainer.resume(*latest);
   const train::TrainOutcome outcome = trainer.run();
   if (outcome.status == train::TrainStatus::kInterrupted) {
-    std::string again = "rota train " + args.recipe;
-    for (const std::string& o : args.overrides) again += " --set '" + o + "'";
-    if (!args.out.empty()) again += " --out " + args.out;
-    std::printf("stopped at step %lld/%lld; checkpoint %s; continue with: %s --resume\n",
-                static_cast<long long>(outcome.step), static_cast<long long>(total_steps),
-                outcome.last_checkpoint.c_str(), again.c_str());
+    if (root) {
+      std::string again = "rota train " + args.recipe;
+      for (const std::string& o : args.overrides) again += " --set '" + o + "'";
+      if (!args.out.empty()) again += " --out " + args.out;
+      if (comm.world_size() > 1) again = fmt::format("mpirun -np {} {}", comm.world_size(), again);
+      std::printf("stopped at step %lld/%lld; checkpoint %s; continue with: %s --resume\n",
+                  static_cast<long long>(outcome.step), static_cast<long long>(total_steps),
+                  outcome.last_checkpoint.c_str(), again.c_str());
+      std::fflush(stdout);
+    }
     return outcome.signal != 0 ? kExitFailure : kExitOk;
   }
+  if (!root) return kExitOk;
   print_sample(recipe, *task);
   std::string line = "split=valid";
   for (const auto& [name, value] : outcome.final_metrics)
     line += fmt::format(" {}={:.6g}", name, value);
   std::printf("%s step=%lld run=%s\n", line.c_str(), static_cast<long long>(outcome.step),
               run_dir.c_str());
+  std::fflush(stdout);
   return kExitOk;
+}
+
+}  // namespace
+
+int run_train(const TrainArgs& args) {
+  io::init_logging_from_env();
+  // MPI when started by mpirun with several processes, else this process alone.
+  const std::shared_ptr<distributed::Communicator> comm = distributed::process_communicator();
+  return distributed::run_on_every_rank(
+      *comm, [&] { return train_on_this_rank(args, comm); }, exit_code_of);
 }
 
 }  // namespace rota::cli

@@ -2,6 +2,7 @@
 #include "cli/jobs/tasks.h"
 #include "data/dataset/batch.h"
 #include "framework/autograd/ops/loss.h"
+#include "framework/distributed/sharded_sums.h"
 #include "framework/io/log.h"
 #include "framework/train/classification_metrics.h"
 
@@ -52,12 +53,7 @@ int64_t ClassifierTask::prepare_training_data() {
     ROTA_CHECK(train_data_->size() >= recipe().data().batch_size(),
                "data: the train split has {} examples, fewer than one batch of {}",
                train_data_->size(), recipe().data().batch_size());
-    data::LoaderOptions loader_options;
-    loader_options.batch_size = micro_batch_size();
-    loader_options.shuffle = recipe().data().shuffle();
-    loader_options.drop_last = true;
-    loader_options.seed = seeds_.data;
-    loader_.emplace(train_data_->size(), loader_options);
+    loader_.emplace(train_data_->size(), training_loader_options());
   }
   return train_data_->size();
 }
@@ -92,22 +88,22 @@ train::Metrics ClassifierTask::evaluate_split(const std::string& split, int64_t 
   const data::ClassificationDataset dataset =
       data::ClassificationDataset::from_corpus(corpus(), split, tokenizer(), options);
   ROTA_CHECK(dataset.labeled(), "eval: the {} split of '{}' has no labels", split, corpus().name());
-  data::LoaderOptions loader_options;
-  loader_options.batch_size = micro_batch_size();
-  loader_options.shuffle = false;
-  loader_options.drop_last = false;
-  data::BatchLoader loader(dataset.size(), loader_options);
+  data::BatchLoader loader(dataset.size(), evaluation_loader_options());
   int64_t batches = loader.batches_per_epoch();
   if (max_batches > 0) batches = std::min(batches, max_batches);
   const int64_t classes = recipe().model().classifier().num_classes();
-  train::ConfusionMatrix confusion(classes);
-  double loss_sum = 0;
+  // Batch b runs on rank b % ranks; loss sums are added in batch order (one process's numbers)
+  // and the confusion counts summed over the ranks.
+  distributed::ShardedSums sums(communicator(), batches, 1, 0);
+  std::vector<int64_t> counts(static_cast<size_t>(classes * classes), 0);  // [true, predicted]
   for (int64_t b = 0; b < batches; ++b) {
-    const data::ClassificationBatch batch = dataset.batch(loader.next().indices);
+    const std::vector<int64_t> indices = loader.next().indices;
+    if (!sums.mine(b)) continue;
+    const data::ClassificationBatch batch = dataset.batch(indices);
     const int64_t n = batch.labels.numel();
     if (n == 0) continue;
     const Variable logits = model_->forward(batch.tokens, batch.mask);  // [B, C]
-    loss_sum += cross_entropy(logits, batch.labels).item() * static_cast<double>(n);
+    sums.set(b, {{cross_entropy(logits, batch.labels).item() * static_cast<double>(n)}});
     const Tensor scores = logits.data().contiguous();
     const float* s = scores.data<float>();
     const int64_t* labels = batch.labels.data<int64_t>();
@@ -116,7 +112,18 @@ train::Metrics ClassifierTask::evaluate_split(const std::string& split, int64_t 
       for (int64_t c = 1; c < classes; ++c) {
         if (s[i * classes + c] > s[i * classes + best]) best = c;
       }
-      confusion.add(labels[i], best);
+      ROTA_CHECK(labels[i] >= 0 && labels[i] < classes,
+                 "eval: label {} is not in [0, {}) in the {} split", labels[i], classes, split);
+      ++counts[static_cast<size_t>(labels[i] * classes + best)];
+    }
+  }
+  const double loss_sum = sums.totals().doubles[0];
+  communicator().allreduce_sum(std::span<int64_t>(counts));
+  train::ConfusionMatrix confusion(classes);
+  for (int64_t t = 0; t < classes; ++t) {
+    for (int64_t p = 0; p < classes; ++p) {
+      for (int64_t k = 0; k < counts[static_cast<size_t>(t * classes + p)]; ++k)
+        confusion.add(t, p);
     }
   }
   ROTA_CHECK(confusion.total() > 0, "eval: the {} split has no examples", split);

@@ -4,6 +4,7 @@
 #include "cli/jobs/tasks.h"
 #include "data/dataset/batch.h"
 #include "data/dataset/mlm_masking.h"
+#include "framework/distributed/sharded_sums.h"
 #include "framework/io/log.h"
 
 namespace rota::cli {
@@ -32,12 +33,7 @@ int64_t MaskedLmTask::prepare_training_data() {
     ROTA_CHECK(train_data_->size() >= recipe().data().batch_size(),
                "data: the train split has {} windows, fewer than one batch of {}",
                train_data_->size(), recipe().data().batch_size());
-    data::LoaderOptions options;
-    options.batch_size = micro_batch_size();
-    options.shuffle = recipe().data().shuffle();
-    options.drop_last = true;
-    options.seed = seeds_.data;
-    loader_.emplace(train_data_->size(), options);
+    loader_.emplace(train_data_->size(), training_loader_options());
   }
   return train_data_->size();
 }
@@ -65,23 +61,24 @@ train::MicroBatch MaskedLmTask::next_micro_batch() {
 
 train::Metrics MaskedLmTask::evaluate_split(const std::string& split, int64_t max_batches) {
   const data::MaskedLmDataset dataset = make_dataset(split, data::WindowMode::kEval);
-  data::LoaderOptions options;
-  options.batch_size = micro_batch_size();
-  options.shuffle = false;
-  options.drop_last = false;
-  data::BatchLoader loader(dataset.size(), options);
+  data::BatchLoader loader(dataset.size(), evaluation_loader_options());
   int64_t batches = loader.batches_per_epoch();
   if (max_batches > 0) batches = std::min(batches, max_batches);
-  double loss_sum = 0;
-  int64_t targets = 0;
+  // Batch b runs on rank b % ranks; the sums are added in batch order (one process's numbers).
+  distributed::ShardedSums sums(communicator(), batches, 1, 1);
   for (int64_t b = 0; b < batches; ++b) {
+    const std::vector<int64_t> indices = loader.next().indices;
+    if (!sums.mine(b)) continue;
     // Epoch 0: the same corruption at every evaluation, so numbers are comparable.
-    const data::LmBatch batch = dataset.batch(loader.next().indices, /*epoch=*/0);
+    const data::LmBatch batch = dataset.batch(indices, /*epoch=*/0);
     if (batch.target_count == 0) continue;
-    loss_sum += model_->loss(batch.tokens, batch.targets, batch.mask).item() *
-                static_cast<double>(batch.target_count);
-    targets += batch.target_count;
+    const double loss_sum = model_->loss(batch.tokens, batch.targets, batch.mask).item() *
+                            static_cast<double>(batch.target_count);
+    sums.set(b, {{loss_sum}}, {{batch.target_count}});
   }
+  const distributed::ShardedSums::Totals totals = sums.totals();
+  const double loss_sum = totals.doubles[0];
+  const int64_t targets = totals.ints[0];
   ROTA_CHECK(targets > 0, "eval: no masked positions in the {} split", split);
   const double loss = loss_sum / static_cast<double>(targets);
   return {{"loss", loss}, {"ppl", std::exp(loss)}, {"masked_tokens", static_cast<double>(targets)}};

@@ -10,10 +10,23 @@
 
 #include "data/util/seed.h"
 #include "framework/io/atomic_file.h"
+#include "recipes/recipe_error.h"
 
 namespace fs = std::filesystem;
 
 namespace rota::cli {
+namespace {
+
+// Rank r's dropout seed: rank 0 keeps the single-process seed, so one rank = one process.
+uint64_t rank_dropout_seed(uint64_t dropout_seed, int rank) {
+  return rank == 0 ? dropout_seed : data::mix_seed({dropout_seed, static_cast<uint64_t>(rank)});
+}
+
+std::string dropout_stream_name(int rank) {
+  return rank == 0 ? "dropout" : "dropout.rank" + std::to_string(rank);
+}
+
+}  // namespace
 
 RunSeeds::RunSeeds(uint64_t seed)
     : init(data::mix_seed({seed, 1})),
@@ -21,11 +34,21 @@ RunSeeds::RunSeeds(uint64_t seed)
       data(data::mix_seed({seed, 3})),
       masking(data::mix_seed({seed, 4})) {}
 
-Task::Task(TaskInputs inputs)
-    : inputs_(std::move(inputs)),
-      seeds_(inputs_.recipe.train().seed()),
-      dropout_gen_(std::make_shared<Generator>(seeds_.dropout)) {
+Task::Task(TaskInputs inputs) : inputs_(std::move(inputs)), seeds_(inputs_.recipe.train().seed()) {
   ROTA_CHECK(inputs_.tokenizer != nullptr, "task: no tokenizer");
+  ROTA_CHECK(inputs_.communicator != nullptr, "task: no communicator");
+  const int64_t batch = inputs_.recipe.data().batch_size();
+  const int64_t accumulation = inputs_.recipe.train().gradient_accumulation();
+  const int64_t ranks = communicator().world_size();
+  if (batch % (accumulation * ranks) != 0) {
+    throw recipes::RecipeError(fmt::format(
+        "data.batch_size: {} sequences (the global batch) do not split evenly into "
+        "train.gradient_accumulation {} x {} ranks; each rank's micro-batch holds batch_size / "
+        "(gradient_accumulation x ranks) sequences, so use a multiple of {}",
+        batch, accumulation, ranks, accumulation * ranks));
+  }
+  dropout_gen_ =
+      std::make_shared<Generator>(rank_dropout_seed(seeds_.dropout, communicator().rank()));
   model_options_ =
       models::model_options_from_recipe(inputs_.recipe, inputs_.tokenizer->vocab_size());
 }
@@ -51,7 +74,30 @@ std::string Task::validation_split() {
 }
 
 int64_t Task::micro_batch_size() const {
+  return eval_batch_size() / communicator().world_size();
+}
+
+int64_t Task::eval_batch_size() const {
   return inputs_.recipe.data().batch_size() / inputs_.recipe.train().gradient_accumulation();
+}
+
+data::LoaderOptions Task::training_loader_options() const {
+  data::LoaderOptions options;
+  options.batch_size = micro_batch_size();
+  options.shuffle = recipe().data().shuffle();
+  options.drop_last = true;
+  options.seed = seeds_.data;
+  options.rank = communicator().rank();
+  options.world_size = communicator().world_size();
+  return options;
+}
+
+data::LoaderOptions Task::evaluation_loader_options() const {
+  data::LoaderOptions options;
+  options.batch_size = eval_batch_size();
+  options.shuffle = false;
+  options.drop_last = false;
+  return options;
 }
 
 train::Metrics Task::evaluate() {
@@ -59,18 +105,43 @@ train::Metrics Task::evaluate() {
 }
 
 void Task::save_state(io::TrainState& state) const {
-  const data::LoaderCursor cursor = loader_cursor();
+  distributed::Communicator& comm = communicator();
+  const data::LoaderCursor cursor = loader_cursor();  // global: the same on every rank
   state.mutable_data_cursor()->set_epoch(cursor.epoch);
   state.mutable_data_cursor()->set_position(cursor.position);
   state.mutable_data_cursor()->set_shard(0);
-  state.mutable_data_cursor()->set_num_shards(1);
-  io::save_rng_state(state, "dropout", *dropout_gen_);
+  state.mutable_data_cursor()->set_num_shards(comm.world_size());
+  // Drop the streams of an earlier world size, then store every rank's (gathered: 4 words each).
+  auto* streams = state.mutable_rng_states();
+  for (int i = streams->size() - 1; i >= 0; --i) {
+    if (streams->Get(i).name().rfind("dropout.rank", 0) == 0) streams->DeleteSubrange(i, 1);
+  }
+  const Generator::State& mine = dropout_gen_->state();
+  std::vector<int64_t> words(mine.begin(), mine.end());
+  if (comm.world_size() > 1) words = distributed::allgather(comm, words);
+  for (int r = 0; r < comm.world_size(); ++r) {
+    Generator::State rank_words{};
+    for (size_t i = 0; i < rank_words.size(); ++i) {
+      rank_words[i] = static_cast<uint64_t>(words[r * rank_words.size() + i]);
+    }
+    Generator stream;
+    stream.set_state(rank_words);
+    io::save_rng_state(state, dropout_stream_name(r), stream);
+  }
 }
 
 void Task::restore_state(const io::TrainState& state) {
   prepare_training_data();
   restore_loader({state.data_cursor().epoch(), state.data_cursor().position()});
-  io::restore_rng_state(state, "dropout", *dropout_gen_);
+  const int rank = communicator().rank();
+  const std::string name = dropout_stream_name(rank);
+  for (const auto& entry : state.rng_states()) {
+    if (entry.name() == name) return io::restore_rng_state(state, name, *dropout_gen_);
+  }
+  ROTA_CHECK(rank != 0, "restore_state: the train state has no random stream 'dropout'");
+  dropout_gen_->set_state(Generator(data::mix_seed({seeds_.dropout, static_cast<uint64_t>(rank),
+                                                    static_cast<uint64_t>(state.step())}))
+                              .state());
 }
 
 std::map<std::string, std::string> Task::checkpoint_files() const {

@@ -7,8 +7,11 @@
 #include <string>
 
 #include "data/corpus/corpus.h"
+#include "data/loader/batch_loader.h"
 #include "data/loader/loader_cursor.h"
 #include "data/tokenizer/tokenizer.h"
+#include "framework/distributed/communicator.h"
+#include "framework/distributed/single_process_communicator.h"
 #include "framework/nn/module.h"
 #include "framework/train/trainer.h"
 #include "models/model_options.h"
@@ -20,7 +23,7 @@ namespace rota::cli {
 struct RunSeeds {
   explicit RunSeeds(uint64_t seed);
   uint64_t init;     // parameter initialisation
-  uint64_t dropout;  // dropout masks (a stream saved in checkpoints)
+  uint64_t dropout;  // dropout masks (a stream saved in checkpoints; one per rank, see Task)
   uint64_t data;     // epoch shuffling
   uint64_t masking;  // MLM corruption, per (epoch, window)
 };
@@ -31,23 +34,36 @@ struct TaskInputs {
   recipes::Recipe recipe;  // resolved and validated
   std::shared_ptr<const data::Tokenizer> tokenizer;
   data::DataOptions data_options = data::default_data_options();
+  /// The ranks of a data-parallel run (docs/distributed.md); the default is one process.
+  std::shared_ptr<distributed::Communicator> communicator = distributed::single_process();
 };
 
 /// A TrainingTask that can also evaluate any split of its corpus. Training data is prepared
 /// only when training starts (eval and generate never read the training split).
+///
+/// Data-parallel (a communicator with W > 1 ranks): the training loader of rank r takes its
+/// part of every global batch (data::BatchLoader's sharding), data.batch_size / (accumulation x
+/// W) sequences per micro-batch; rank r's dropout stream is seeded from (dropout seed, r) (rank 0
+/// keeps the single-process stream); evaluation batches are shared round-robin and summed in
+/// batch order, so every rank gets the single-process numbers.
 class Task : public train::TrainingTask {
  public:
   explicit Task(TaskInputs inputs);
   ~Task() override;
 
   /// Metrics of a whole split ("valid" or "test"); max_batches > 0 limits the batches.
+  /// Collective when data-parallel: call it on every rank.
   virtual train::Metrics evaluate_split(const std::string& split, int64_t max_batches) = 0;
   /// Validation metrics with the recipe's train.eval_batches.
   train::Metrics evaluate() override;
   /// Optimizer steps in one pass over the training split at the recipe's global batch.
   virtual int64_t steps_per_epoch() = 0;
-  /// The data cursor, dropout stream; tokenizer files for checkpoints.
+  /// The data cursor and the dropout streams (RNG "dropout" is rank 0's, "dropout.rank<r>" rank
+  /// r's, gathered from every rank); tokenizer files for checkpoints.
   void save_state(io::TrainState& state) const override;
+  /// Restores the cursor (examples counted globally, so any world size can continue it) and
+  /// this rank's dropout stream; a rank the checkpoint has no stream for (more ranks than when
+  /// it was written) starts a fresh one from (dropout seed, rank, step).
   void restore_state(const io::TrainState& state) override;
   std::map<std::string, std::string> checkpoint_files() const override;
 
@@ -55,8 +71,13 @@ class Task : public train::TrainingTask {
   const data::Tokenizer& tokenizer() const { return *inputs_.tokenizer; }
   const models::ModelOptions& model_options() const { return model_options_; }
   const data::Corpus& corpus();
-  /// Sequences per micro-batch: data.batch_size / train.gradient_accumulation.
+  /// Sequences per micro-batch on this rank: data.batch_size / (train.gradient_accumulation x
+  /// ranks).
   int64_t micro_batch_size() const;
+  /// Sequences per evaluation batch: data.batch_size / train.gradient_accumulation, whatever the
+  /// number of ranks (so eval_batches and the results do not depend on it).
+  int64_t eval_batch_size() const;
+  distributed::Communicator& communicator() const { return *inputs_.communicator; }
   /// The name of the validation split of this corpus ("valid").
   std::string validation_split();
 
@@ -66,6 +87,10 @@ class Task : public train::TrainingTask {
   /// The loader's cursor and restoring it (after prepare_training_data).
   virtual data::LoaderCursor loader_cursor() const = 0;
   virtual void restore_loader(const data::LoaderCursor& cursor) = 0;
+  /// The training loader's options: micro_batch_size(), this rank's shard, the data seed.
+  data::LoaderOptions training_loader_options() const;
+  /// The loader of an evaluation split: eval_batch_size(), in order, every example once.
+  data::LoaderOptions evaluation_loader_options() const;
 
   TaskInputs inputs_;
   models::ModelOptions model_options_;

@@ -94,10 +94,16 @@ fs::path resolve_checkpoint(const fs::path& run_or_checkpoint) {
   ROTA_CHECK(fs::exists(run_or_checkpoint), "checkpoint {}: no such file or directory",
              run_or_checkpoint.string());
   if (fs::exists(run_or_checkpoint / "state.binpb")) return run_or_checkpoint;
+  // RUN/checkpoints/latest or RUN/checkpoints/best: follow the pointer file.
+  const fs::path name = run_or_checkpoint.filename();
+  if (fs::is_regular_file(run_or_checkpoint) && (name == "latest" || name == "best") &&
+      run_or_checkpoint.parent_path().filename() == "checkpoints") {
+    return *follow_pointer(run_or_checkpoint.parent_path().parent_path(), name.string());
+  }
   if (const auto latest = find_latest(run_or_checkpoint)) return *latest;
   fail(
-      "{} is neither a checkpoint directory (no state.binpb) nor a run directory with "
-      "checkpoints/latest",
+      "{} is neither a checkpoint directory (no state.binpb), a checkpoints/latest or "
+      "checkpoints/best pointer, nor a run directory with checkpoints/latest",
       run_or_checkpoint.string());
 }
 

@@ -32,7 +32,8 @@ std::optional<std::filesystem::path> find_latest(const std::filesystem::path& ru
 std::optional<std::filesystem::path> find_best(const std::filesystem::path& run_dir);
 
 /// A checkpoint directory from what a user typed: a checkpoint directory itself (it holds
-/// state.binpb), or a run directory whose `latest` is followed. Throws saying what it looked for.
+/// state.binpb), a pointer file RUN/checkpoints/latest or RUN/checkpoints/best (followed), or a
+/// run directory whose `latest` is followed. Throws saying what it looked for.
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& run_or_checkpoint);
 
 /// Points `checkpoints/<pointer>` ("latest" or "best") at the step directory `dir_name`,

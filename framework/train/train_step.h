@@ -2,8 +2,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <vector>
 
+#include "framework/distributed/communicator.h"
+#include "framework/distributed/gradient_allreduce.h"
 #include "framework/nn/module.h"
 #include "framework/optim/optimizer.h"
 #include "framework/optim/schedule.h"
@@ -11,8 +15,12 @@
 namespace rota::train {
 
 struct StepOptions {
-  int64_t grad_accumulation = 1;  // micro-batches per optimizer step
+  int64_t grad_accumulation = 1;  // micro-batches per optimizer step (on each rank)
   double clip_norm = 1.0;         // global grad-norm clip; 0 disables clipping
+  /// The ranks of a data-parallel job; null (or a world of 1): this process alone.
+  std::shared_ptr<distributed::Communicator> communicator{};
+  /// Gradient bytes per allreduce call (data-parallel only).
+  int64_t bucket_bytes = distributed::kDefaultBucketBytes;
 };
 
 struct StepResult {
@@ -20,7 +28,8 @@ struct StepResult {
   double loss = 0.0;       // mean of the micro-batch losses
   double grad_norm = 0.0;  // global norm before clipping
   double lr = 0.0;         // learning rate used for this step
-  int64_t tokens = 0;      // tokens consumed (as reported by the loss function)
+  int64_t tokens = 0;      // tokens consumed (as reported by the loss function), all ranks
+  double allreduce_s = 0;  // seconds spent in the gradient allreduce (0 for one process)
 };
 
 /// A micro-batch's loss and how many tokens it covered.
@@ -30,10 +39,11 @@ struct MicroBatch {
 };
 
 /// Thrown when the loss or the gradients stop being finite; the caller keeps the last good
-/// checkpoint and stops with this message.
-class NonFiniteError : public Error {
+/// checkpoint and stops with this message. In a data-parallel job it is decided from reduced
+/// values, so every rank throws it at the same step.
+class NonFiniteError : public distributed::CollectiveError {
  public:
-  using Error::Error;
+  explicit NonFiniteError(const std::string& message) : CollectiveError(message) {}
 };
 
 /// Runs optimizer steps over `parameters`. For each step it calls `next_micro_batch`
@@ -41,6 +51,14 @@ class NonFiniteError : public Error {
 /// gradients are the mean over micro-batches), clips, sets lr = schedule(step) and steps the
 /// optimizer. Non-finite loss or gradient norm throws NonFiniteError before the parameters
 /// change.
+///
+/// Data-parallel (a communicator with W > 1 ranks): each rank runs its grad_accumulation
+/// micro-batches and backpropagates loss / (grad_accumulation x W); the losses, token counts
+/// and non-finite flags are then summed over the ranks, and the gradients too (bucketed, in rank
+/// order: see GradientAllreduce), so every rank holds the same mean gradient, the same norm and
+/// takes the same optimizer step. With grad_accumulation 1 the arithmetic is that of one process
+/// running the W micro-batches with grad_accumulation W, bit for bit: rank r's backward is the
+/// one of micro-batch r there, and the gradients are added in the same order.
 class StepRunner {
  public:
   StepRunner(std::vector<Variable> parameters, optim::Optimizer& optimizer,
@@ -52,6 +70,7 @@ class StepRunner {
 
  private:
   std::vector<Variable> parameters_;
+  std::optional<distributed::GradientAllreduce> gradients_;  // data-parallel only
   optim::Optimizer& optimizer_;
   const optim::LrSchedule& schedule_;
   StepOptions options_;

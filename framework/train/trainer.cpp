@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "framework/autograd/grad_mode.h"
+#include "framework/distributed/replica_check.h"
+#include "framework/distributed/single_process_communicator.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
 #include "framework/io/log.h"
@@ -46,6 +48,21 @@ const char* signal_name(int signal) {
   return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal";
 }
 
+StepOptions step_options(const TrainerOptions& options,
+                         const std::shared_ptr<distributed::Communicator>& comm) {
+  StepOptions step = options.step;
+  step.communicator = comm;
+  return step;
+}
+
+// Weights and optimizer state, the tensors every rank must hold identically.
+std::vector<Tensor> replica_tensors(nn::Module& model, const optim::Optimizer& optimizer) {
+  std::vector<Tensor> tensors;
+  for (const Variable& p : model.parameters()) tensors.push_back(p.data());
+  for (const auto& [name, tensor] : optimizer.state_tensors()) tensors.push_back(tensor);
+  return tensors;
+}
+
 }  // namespace
 
 double metric_value(const Metrics& metrics, const std::string& name) {
@@ -62,7 +79,8 @@ Trainer::Trainer(TrainingTask& task, optim::Optimizer& optimizer, const optim::L
     : task_(task),
       optimizer_(optimizer),
       options_(std::move(options)),
-      runner_(task.model().parameters(), optimizer, schedule, options_.step) {
+      comm_(options_.communicator ? options_.communicator : distributed::single_process()),
+      runner_(task.model().parameters(), optimizer, schedule, step_options(options_, comm_)) {
   ROTA_CHECK(options_.total_steps >= 1, "train: total steps must be >= 1, got {}",
              options_.total_steps);
   ROTA_CHECK(options_.log_every >= 1, "train: log_every must be >= 1, got {}", options_.log_every);
@@ -79,28 +97,50 @@ void Trainer::resume(const fs::path& checkpoint_dir) {
   runner_.set_steps_done(checkpoint.state.step());
   state_ = checkpoint.state;
   state_.clear_files();
-  io::truncate_metrics_after_step(options_.run_dir / "metrics.jsonl", checkpoint.state.step());
+  if (is_root()) {
+    io::truncate_metrics_after_step(options_.run_dir / "metrics.jsonl", checkpoint.state.step());
+  }
   io::log_info("resumed from {} at step {} ({} tokens seen)", checkpoint_dir.string(),
                checkpoint.state.step(), checkpoint.state.tokens_seen());
 }
 
 fs::path Trainer::save(bool is_best) {
+  std::string replicas;
+  if (comm_->world_size() > 1) {
+    const uint64_t hash = distributed::check_replicas_identical(
+        *comm_, replica_tensors(task_.model(), optimizer_), "weights and optimizer state");
+    replicas = fmt::format(" ({} ranks hold identical weights and optimizer state, hash {:016x})",
+                           comm_->world_size(), hash);
+  }
   io::Checkpoint checkpoint;
   checkpoint.model = task_.model().state_dict();
   checkpoint.optimizer = optimizer_.state_tensors();
   checkpoint.state = state_;
   checkpoint.state.set_step(runner_.steps_done());
   checkpoint.state.set_saved_unix_time(unix_now());
-  task_.save_state(checkpoint.state);
-  checkpoint.state.set_epoch(checkpoint.state.data_cursor().epoch());
-  checkpoint.recipe_text = options_.recipe_text;
-  checkpoint.extra_files = task_.checkpoint_files();
-  io::CheckpointSaveOptions save_options;
-  save_options.keep_last = options_.keep_checkpoints;
-  save_options.is_best = is_best;
-  const fs::path dir = io::save_checkpoint(options_.run_dir, checkpoint, save_options);
-  io::log_info("checkpoint {}{}", dir.string(), is_best ? " (best so far)" : "");
-  return dir;
+  task_.save_state(checkpoint.state);  // collective: gathers every rank's RNG streams
+  std::string dir;
+  if (is_root()) {
+    checkpoint.state.set_epoch(checkpoint.state.data_cursor().epoch());
+    checkpoint.recipe_text = options_.recipe_text;
+    checkpoint.extra_files = task_.checkpoint_files();
+    io::CheckpointSaveOptions save_options;
+    save_options.keep_last = options_.keep_checkpoints;
+    save_options.is_best = is_best;
+    dir = io::save_checkpoint(options_.run_dir, checkpoint, save_options).string();
+    io::log_info("checkpoint {}{}{}", dir, is_best ? " (best so far)" : "", replicas);
+  }
+  // The other ranks wait here until rank 0 has written the checkpoint.
+  return distributed::broadcast_string(*comm_, dir);
+}
+
+int Trainer::agreed_stop_signal(int local_signal) {
+  if (comm_->world_size() == 1) return local_signal;
+  const int64_t mine = local_signal;
+  for (int64_t signal : distributed::allgather(*comm_, std::span<const int64_t>(&mine, 1))) {
+    if (signal != 0) return static_cast<int>(signal);
+  }
+  return 0;
 }
 
 Metrics Trainer::evaluate_and_log(int64_t step) {
@@ -117,29 +157,42 @@ Metrics Trainer::evaluate_and_log(int64_t step) {
 }
 
 TrainOutcome Trainer::run() {
-  fs::create_directories(options_.run_dir);
-  io::set_log_file(options_.run_dir / "train.log");
-  // Stop writing this run's train.log however run() ends (return or exception).
-  struct LogFileScope {
+  // Only rank 0 writes the run directory: train.log, metrics.jsonl, events, progress.
+  const bool root = is_root();
+  const bool data_parallel = comm_->world_size() > 1;
+  struct LogFileScope {  // stop writing this run's train.log however run() ends
     ~LogFileScope() { io::set_log_file({}); }
-  } log_file_scope;
-  io::MetricsWriter metrics_writer(options_.run_dir / "metrics.jsonl");
+  };
+  std::optional<LogFileScope> log_file_scope;
+  std::unique_ptr<io::MetricsWriter> metrics_writer;
   std::unique_ptr<io::TensorBoardWriter> tensorboard;
-  if (options_.tensorboard) tensorboard = std::make_unique<io::TensorBoardWriter>(options_.run_dir);
+  std::ofstream plain_log;
+  std::unique_ptr<io::ProgressLine> progress;
+  if (root) {
+    fs::create_directories(options_.run_dir);
+    io::set_log_file(options_.run_dir / "train.log");
+    log_file_scope.emplace();
+    metrics_writer = std::make_unique<io::MetricsWriter>(options_.run_dir / "metrics.jsonl");
+    if (options_.tensorboard) {
+      tensorboard = std::make_unique<io::TensorBoardWriter>(options_.run_dir);
+    }
+    plain_log.open(options_.run_dir / "train.log", std::ios::app);
+    io::ProgressOptions progress_options;
+    progress_options.total_steps = options_.total_steps;
+    progress_options.log_every = options_.log_every;
+    progress_options.out = options_.progress_out;
+    progress_options.terminal = options_.terminal;
+    progress_options.on_log_step = [&](const std::string& line) {
+      plain_log << io::format_log_line(io::LogLevel::kInfo, line, unix_now()) << '\n';
+      plain_log.flush();
+    };
+    progress = std::make_unique<io::ProgressLine>(progress_options);
+  }
+  auto finish_progress = [&] {
+    if (progress) progress->finish();
+  };
   std::unique_ptr<StopSignalGuard> signals;
   if (options_.handle_signals) signals = std::make_unique<StopSignalGuard>();
-
-  std::ofstream plain_log(options_.run_dir / "train.log", std::ios::app);
-  io::ProgressOptions progress_options;
-  progress_options.total_steps = options_.total_steps;
-  progress_options.log_every = options_.log_every;
-  progress_options.out = options_.progress_out;
-  progress_options.terminal = options_.terminal;
-  progress_options.on_log_step = [&](const std::string& line) {
-    plain_log << io::format_log_line(io::LogLevel::kInfo, line, unix_now()) << '\n';
-    plain_log.flush();
-  };
-  io::ProgressLine progress(progress_options);
 
   TrainOutcome outcome;
   nn::Module& model = task_.model();
@@ -153,7 +206,10 @@ TrainOutcome Trainer::run() {
   };
   const int64_t first_step = runner_.steps_done() + 1;
   if (first_step > 1) io::log_info("continuing at step {}/{}", first_step, options_.total_steps);
+  if (data_parallel) io::log_info("data-parallel over {}", comm_->description());
   double tokens_in_window = 0;
+  double allreduce_in_window = 0;
+  int64_t steps_in_window = 0;
   auto window_start = std::chrono::steady_clock::now();
 
   for (int64_t step = first_step; step <= options_.total_steps; ++step) {
@@ -161,7 +217,7 @@ TrainOutcome Trainer::run() {
     try {
       result = runner_.run([&] { return task_.next_micro_batch(); });
     } catch (const NonFiniteError& e) {
-      progress.finish();
+      finish_progress();
       const auto latest = io::find_latest(options_.run_dir);
       throw NonFiniteError(fmt::format(
           "{}\nTraining stopped; the parameters were not updated by this step. {}", e.what(),
@@ -171,34 +227,47 @@ TrainOutcome Trainer::run() {
     }
     state_.set_tokens_seen(state_.tokens_seen() + result.tokens);
     tokens_in_window += static_cast<double>(result.tokens);
-    progress.update({result.step, result.loss, result.lr, result.grad_norm, result.tokens});
+    allreduce_in_window += result.allreduce_s;
+    ++steps_in_window;
+    if (progress) {
+      progress->update({result.step, result.loss, result.lr, result.grad_norm, result.tokens});
+    }
 
-    if (step % options_.log_every == 0 || step == options_.total_steps) {
+    if (root && (step % options_.log_every == 0 || step == options_.total_steps)) {
       const auto now = std::chrono::steady_clock::now();
       const double seconds = std::chrono::duration<double>(now - window_start).count();
       const double tokens_per_s = seconds > 0 ? tokens_in_window / seconds : 0.0;
+      const double allreduce_s = allreduce_in_window / static_cast<double>(steps_in_window);
       tokens_in_window = 0;
+      allreduce_in_window = 0;
+      steps_in_window = 0;
       window_start = now;
-      metrics_writer.write({{"step", step},
-                            {"split", "train"},
-                            {"loss", result.loss},
-                            {"lr", result.lr},
-                            {"grad_norm", result.grad_norm},
-                            {"tokens_seen", state_.tokens_seen()},
-                            {"tokens_per_s", tokens_per_s}});
+      io::MetricRecord record{{"step", step},
+                              {"split", "train"},
+                              {"loss", result.loss},
+                              {"lr", result.lr},
+                              {"grad_norm", result.grad_norm},
+                              {"tokens_seen", state_.tokens_seen()},
+                              {"tokens_per_s", tokens_per_s}};
+      if (data_parallel) {
+        record.emplace_back("allreduce_s", allreduce_s);
+        record.emplace_back("world_size", int64_t{comm_->world_size()});
+      }
+      metrics_writer->write(record);
       if (tensorboard) {
-        tensorboard->add_scalars({{"train/loss", result.loss},
-                                  {"train/lr", result.lr},
-                                  {"train/grad_norm", result.grad_norm},
-                                  {"train/tokens_per_s", tokens_per_s}},
-                                 step);
+        std::vector<std::pair<std::string, double>> scalars{{"train/loss", result.loss},
+                                                            {"train/lr", result.lr},
+                                                            {"train/grad_norm", result.grad_norm},
+                                                            {"train/tokens_per_s", tokens_per_s}};
+        if (data_parallel) scalars.emplace_back("train/allreduce_s", allreduce_s);
+        tensorboard->add_scalars(scalars, step);
       }
     }
 
     const bool last = step == options_.total_steps;
     bool is_best = false;
     if (last || (options_.eval_every > 0 && step % options_.eval_every == 0)) {
-      progress.finish();
+      finish_progress();
       outcome.final_metrics = evaluate_and_log(step);
       io::MetricRecord record{{"step", step}, {"split", "valid"}};
       std::vector<std::pair<std::string, double>> scalars;
@@ -206,8 +275,9 @@ TrainOutcome Trainer::run() {
         record.emplace_back(name, value);
         scalars.emplace_back("valid/" + name, value);
       }
-      metrics_writer.write(record);
+      if (metrics_writer) metrics_writer->write(record);
       if (tensorboard) tensorboard->add_scalars(scalars, step);
+      // The metrics are the same on every rank, so is this decision.
       const double value = metric_value(outcome.final_metrics, options_.best_metric);
       if (improves(state_.best_eval(), value, options_.higher_is_better)) {
         io::BestEval* best = state_.mutable_best_eval();
@@ -219,17 +289,17 @@ TrainOutcome Trainer::run() {
       }
     }
 
-    const int signal = StopSignalGuard::requested();
+    const int signal = agreed_stop_signal(StopSignalGuard::requested());
     const bool stop_requested =
         signal != 0 || (options_.stop_after_step > 0 && step >= options_.stop_after_step);
     if (last || is_best || stop_requested ||
         (options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0)) {
-      progress.finish();
+      finish_progress();
       update_wall_time();
       outcome.last_checkpoint = save(is_best);
     }
     if (stop_requested && !last) {
-      progress.finish();
+      finish_progress();
       outcome.status = TrainStatus::kInterrupted;
       outcome.signal = signal;
       outcome.step = step;
@@ -247,7 +317,7 @@ TrainOutcome Trainer::run() {
       return outcome;
     }
   }
-  progress.finish();
+  finish_progress();
   update_wall_time();
   outcome.status = TrainStatus::kFinished;
   outcome.step = runner_.steps_done();

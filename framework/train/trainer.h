@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "framework/distributed/communicator.h"
 #include "framework/io/train_state.h"
 #include "framework/nn/module.h"
 #include "framework/optim/optimizer.h"
@@ -33,8 +35,10 @@ class TrainingTask {
   virtual MicroBatch next_micro_batch() = 0;
   /// Validation metrics (called in eval mode without gradients; the trainer restores
   /// training mode afterwards). Must not disturb the training data order or RNG streams.
+  /// Data-parallel: called on every rank; must return the same metrics on every rank.
   virtual Metrics evaluate() = 0;
-  /// Writes the data cursor and the task's RNG streams into `state`.
+  /// Writes the data cursor and the task's RNG streams into `state`. Data-parallel: called on
+  /// every rank (it may gather the ranks' streams); rank 0's state is what gets saved.
   virtual void save_state(io::TrainState& state) const = 0;
   /// Restores what save_state wrote.
   virtual void restore_state(const io::TrainState& state) = 0;
@@ -63,6 +67,9 @@ struct TrainerOptions {
   bool handle_signals = true;
   std::FILE* progress_out = stdout;
   std::optional<bool> terminal;  // progress line mode; default isatty(progress_out)
+  /// The ranks of a data-parallel job (see docs/distributed.md); null: this process alone.
+  /// Every rank runs the same Trainer; only rank 0 writes logs, metrics and checkpoints.
+  std::shared_ptr<distributed::Communicator> communicator{};
 };
 
 enum class TrainStatus {
@@ -84,6 +91,14 @@ struct TrainOutcome {
 /// train.log, a TensorBoard event file, checkpoints/step_N (see io/checkpoint.h) every
 /// checkpoint_every steps, at every evaluation that improves the best metric (pointed at by
 /// checkpoints/best) and at the end.
+///
+/// Data-parallel (options.communicator with W > 1 ranks): every rank constructs and runs the
+/// Trainer on its shard. Decisions are taken on values all ranks share: the reduced loss and
+/// gradients (StepRunner), the task's reduced evaluation, and a stop request that any rank's
+/// SIGINT/SIGTERM raises for all of them at the same step. At every checkpoint the ranks compare
+/// hashes of their weights and optimizer state (a CollectiveError if they differ); rank 0
+/// writes, the others wait for it. metrics.jsonl train lines also get "allreduce_s" (mean
+/// seconds per step in the gradient allreduce) and "world_size".
 class Trainer {
  public:
   Trainer(TrainingTask& task, optim::Optimizer& optimizer, const optim::LrSchedule& schedule,
@@ -98,10 +113,14 @@ class Trainer {
  private:
   Metrics evaluate_and_log(int64_t step);
   std::filesystem::path save(bool is_best);
+  bool is_root() const { return comm_->rank() == 0; }
+  /// The stop signal any rank received (the first in rank order), the same on every rank.
+  int agreed_stop_signal(int local_signal);
 
   TrainingTask& task_;
   optim::Optimizer& optimizer_;
   TrainerOptions options_;
+  std::shared_ptr<distributed::Communicator> comm_;  // never null
   StepRunner runner_;
   io::TrainState state_;  // best_eval, tokens, wall time carried across resumes
 };

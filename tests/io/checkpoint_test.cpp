@@ -204,6 +204,11 @@ TEST(Checkpoint, KeepsTheLastNAndTheBest) {
   EXPECT_EQ(find_latest(run.path()), checkpoints_dir(run.path()) / "step_000600");
   EXPECT_EQ(find_best(run.path()), checkpoints_dir(run.path()) / "step_000200");
   expect_same(load_checkpoint(*find_best(run.path())), sample_checkpoint(200));
+  // What a user types: the pointer files themselves resolve to the directories they name.
+  EXPECT_EQ(resolve_checkpoint(checkpoints_dir(run.path()) / "best"),
+            checkpoints_dir(run.path()) / "step_000200");
+  EXPECT_EQ(resolve_checkpoint(checkpoints_dir(run.path()) / "latest"),
+            checkpoints_dir(run.path()) / "step_000600");
 
   // A new best releases the old one; keep_last = 1 keeps only the newest plus the best.
   CheckpointSaveOptions options;

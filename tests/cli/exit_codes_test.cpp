@@ -1,0 +1,94 @@
+// The built `rota` program keeps the CLI contract: exit 0 / 1 / 2, errors on stderr, --help.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The `rota` next to the tests/ directory of this build.
+std::string rota() {
+  return (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "rota").string();
+}
+
+struct Result {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run(const std::string& arguments) {
+  Result result;
+  const std::string command = rota() + " " + arguments + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+const std::string kTiny = std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb";
+
+TEST(ExitCodes, HelpSucceedsOnEverySubcommand) {
+  ASSERT_TRUE(fs::exists(rota())) << rota() << " missing: build the rota target";
+  for (const char* sub :
+       {"", "train", "eval", "generate", "bench train", "data list", "data fetch"}) {
+    const Result r = run(std::string(sub) + " --help");
+    EXPECT_EQ(r.code, 0) << sub << ": " << r.output;
+    EXPECT_NE(r.output.find("Usage"), std::string::npos) << sub << ": " << r.output;
+  }
+}
+
+TEST(ExitCodes, UsageAndRecipeErrorsAreTwo) {
+  Result r = run("");
+  EXPECT_EQ(r.code, 2) << r.output;
+  r = run("frobnicate");
+  EXPECT_EQ(r.code, 2) << r.output;
+  r = run("train");  // missing RECIPE
+  EXPECT_EQ(r.code, 2) << r.output;
+  r = run("train " + kTiny + " --set model.widht=3");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("model.widht"), std::string::npos) << r.output;
+  r = run("train /nonexistent/recipe.txtpb");
+  EXPECT_EQ(r.code, 2) << r.output;
+  r = run("data fetch no-such-corpus");
+  EXPECT_EQ(r.code, 2) << r.output;
+}
+
+TEST(ExitCodes, RuntimeFailuresAreOne) {
+  Result r = run("eval /nonexistent/run");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("/nonexistent/run"), std::string::npos) << r.output;
+
+  // A checkpoint with one flipped byte is refused at load time, naming the file.
+  const fs::path dir =
+      fs::temp_directory_path() / ("rota_exit_codes_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  r = run("train " + kTiny + " --stop-after 2 --out " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const fs::path weights = dir / "checkpoints" / "step_000002" / "model.safetensors";
+  {
+    std::FILE* f = std::fopen(weights.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, -5, SEEK_END);
+    const int byte = std::fgetc(f);
+    std::fseek(f, -5, SEEK_END);
+    std::fputc(byte ^ 0x10, f);
+    std::fclose(f);
+  }
+  r = run("eval " + dir.string());
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("model.safetensors"), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
+}  // namespace
