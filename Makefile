@@ -29,7 +29,7 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 train: build
-	./$(BUILD)/rota train recipes/default.txtpb $(TRAIN_ARGS)
+	./$(BUILD)/rota train recipes/default.txtpb --resume $(TRAIN_ARGS)
 
 # Idle OpenMP threads sleep instead of spinning: tests run side by side (ctest -j) and a
 # spinning pool on a busy 2-core machine slows small-op tests down by an order of magnitude.

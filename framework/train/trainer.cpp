@@ -207,6 +207,17 @@ TrainOutcome Trainer::run() {
   const int64_t first_step = runner_.steps_done() + 1;
   if (first_step > 1) io::log_info("continuing at step {}/{}", first_step, options_.total_steps);
   if (data_parallel) io::log_info("data-parallel over {}", comm_->description());
+  if (first_step > options_.total_steps) {
+    // Resuming a finished run (e.g. `make train` run twice): nothing to train; report the
+    // final model's validation metrics again and leave the run directory as it is.
+    io::log_info("the run is already complete ({} of {} steps); evaluating its final state",
+                 runner_.steps_done(), options_.total_steps);
+    outcome.final_metrics = evaluate_and_log(runner_.steps_done());
+    outcome.status = TrainStatus::kFinished;
+    outcome.step = runner_.steps_done();
+    outcome.wall_time_s = state_.wall_time_s();
+    return outcome;
+  }
   double tokens_in_window = 0;
   double allreduce_in_window = 0;
   int64_t steps_in_window = 0;

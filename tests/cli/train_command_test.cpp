@@ -125,6 +125,23 @@ TEST(TrainCommand, ResumeIsBitExactForAClassifierWithAccumulation) {
                           {"model.dropout=0.1", "train.gradient_accumulation=2"});
 }
 
+TEST(TrainCommand, ResumingAFinishedRunReevaluatesAndChangesNothing) {
+  TempDir tmp;
+  const fs::path run = tmp / "run";
+  captured_train_stdout("tiny_causal_lm", run);
+  const std::string metrics_before = read_bytes(run / "metrics.jsonl");
+  const std::string weights_before = read_bytes(latest(run) / io::kModelFile);
+  const double final_loss = metrics_lines(run, "valid").back()["loss"];
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(train("tiny_causal_lm", run, {}, /*resume=*/true), kExitOk);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find(fmt::format("split=valid loss={:.6g}", final_loss)), std::string::npos) << out;
+  EXPECT_NE(out.find("step=20"), std::string::npos) << out;
+  EXPECT_EQ(read_bytes(run / "metrics.jsonl"), metrics_before);
+  EXPECT_EQ(latest(run).filename(), "step_000020");
+  EXPECT_TRUE(read_bytes(latest(run) / io::kModelFile) == weights_before);
+}
+
 TEST(TrainCommand, RefusesToOverwriteARunWithoutResume) {
   TempDir tmp;
   captured_train_stdout("tiny_causal_lm", tmp / "run", {"train.steps=2", "train.eval_every=0"});
