@@ -60,7 +60,8 @@ Encoder::Encoder(const ModelOptions& o, bool causal, Generator& init_gen,
       std::make_shared<nn::Embedding>(
           nn::EmbeddingOptions{o.vocab_size, o.dim, std::nullopt, o.init_std, o.dtype}, init_gen));
   if (uses_sinusoidal_embedding(o)) {
-    sinusoidal_ = std::make_shared<nn::SinusoidalPositionEmbedding>(o.dim, o.dtype, o.sinusoidal_base);
+    sinusoidal_ =
+        std::make_shared<nn::SinusoidalPositionEmbedding>(o.dim, o.dtype, o.sinusoidal_base);
   } else if (uses_learned_embedding(o)) {
     learned_ =
         register_module("pos_embed", std::make_shared<nn::LearnedPositionEmbedding>(
@@ -78,8 +79,8 @@ Encoder::Encoder(const ModelOptions& o, bool causal, Generator& init_gen,
         std::make_shared<TransformerBlock>(o, causal, init_gen, dropout_gen, shared));
   }
   if (o.final_norm && o.norm_placement == NormPlacement::kPre) {
-    final_norm_ = register_module(
-        "final_norm", std::make_shared<nn::LayerNorm>(nn::NormOptions{o.dim, o.norm_eps, true, o.dtype}));
+    final_norm_ = register_module("final_norm", std::make_shared<nn::LayerNorm>(nn::NormOptions{
+                                                    o.dim, o.norm_eps, true, o.dtype}));
   }
 }
 

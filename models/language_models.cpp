@@ -42,8 +42,8 @@ Tensor CausalLm::step(const Tensor& ids, EncoderState& state) const {
 MaskedLm::MaskedLm(const ModelOptions& o, Generator& init_gen,
                    std::shared_ptr<Generator> dropout_gen) {
   encoder_ = register_module("encoder", std::make_shared<Encoder>(o, false, init_gen, dropout_gen));
-  mlm_norm_ = register_module(
-      "mlm_norm", std::make_shared<nn::LayerNorm>(nn::NormOptions{o.dim, o.norm_eps, true, o.dtype}));
+  mlm_norm_ = register_module("mlm_norm", std::make_shared<nn::LayerNorm>(
+                                              nn::NormOptions{o.dim, o.norm_eps, true, o.dtype}));
   mlm_bias_ = register_parameter("mlm_bias", zeros({o.vocab_size}, o.dtype));
 }
 

@@ -37,18 +37,6 @@ int64_t CausalLmTask::prepare_training_data() {
   return train_data_->size();
 }
 
-int64_t CausalLmTask::steps_per_epoch() {
-  return prepare_training_data() / recipe().data().batch_size();
-}
-
-data::LoaderCursor CausalLmTask::loader_cursor() const {
-  return loader_ ? loader_->cursor() : data::LoaderCursor{};
-}
-
-void CausalLmTask::restore_loader(const data::LoaderCursor& cursor) {
-  loader_->restore(cursor);
-}
-
 train::MicroBatch CausalLmTask::next_micro_batch() {
   prepare_training_data();
   const data::LoaderBatch indices = loader_->next();

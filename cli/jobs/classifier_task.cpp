@@ -58,18 +58,6 @@ int64_t ClassifierTask::prepare_training_data() {
   return train_data_->size();
 }
 
-int64_t ClassifierTask::steps_per_epoch() {
-  return prepare_training_data() / recipe().data().batch_size();
-}
-
-data::LoaderCursor ClassifierTask::loader_cursor() const {
-  return loader_ ? loader_->cursor() : data::LoaderCursor{};
-}
-
-void ClassifierTask::restore_loader(const data::LoaderCursor& cursor) {
-  loader_->restore(cursor);
-}
-
 train::MicroBatch ClassifierTask::next_micro_batch() {
   prepare_training_data();
   const data::ClassificationBatch batch = train_data_->batch(loader_->next().indices);

@@ -38,18 +38,6 @@ int64_t MaskedLmTask::prepare_training_data() {
   return train_data_->size();
 }
 
-int64_t MaskedLmTask::steps_per_epoch() {
-  return prepare_training_data() / recipe().data().batch_size();
-}
-
-data::LoaderCursor MaskedLmTask::loader_cursor() const {
-  return loader_ ? loader_->cursor() : data::LoaderCursor{};
-}
-
-void MaskedLmTask::restore_loader(const data::LoaderCursor& cursor) {
-  loader_->restore(cursor);
-}
-
 train::MicroBatch MaskedLmTask::next_micro_batch() {
   prepare_training_data();
   const data::LoaderBatch indices = loader_->next();

@@ -73,6 +73,10 @@ std::string Task::validation_split() {
   fail("data: corpus '{}' has no validation split (valid.txt / dev.tsv)", corpus().name());
 }
 
+int64_t Task::steps_per_epoch() {
+  return prepare_training_data() / recipe().data().batch_size();
+}
+
 int64_t Task::micro_batch_size() const {
   return eval_batch_size() / communicator().world_size();
 }
@@ -106,7 +110,8 @@ train::Metrics Task::evaluate() {
 
 void Task::save_state(io::TrainState& state) const {
   distributed::Communicator& comm = communicator();
-  const data::LoaderCursor cursor = loader_cursor();  // global: the same on every rank
+  const data::LoaderCursor cursor =
+      loader_ ? loader_->cursor() : data::LoaderCursor{};  // global: the same on every rank
   state.mutable_data_cursor()->set_epoch(cursor.epoch);
   state.mutable_data_cursor()->set_position(cursor.position);
   state.mutable_data_cursor()->set_shard(0);
@@ -132,7 +137,7 @@ void Task::save_state(io::TrainState& state) const {
 
 void Task::restore_state(const io::TrainState& state) {
   prepare_training_data();
-  restore_loader({state.data_cursor().epoch(), state.data_cursor().position()});
+  loader_->restore({state.data_cursor().epoch(), state.data_cursor().position()});
   const int rank = communicator().rank();
   const std::string name = dropout_stream_name(rank);
   for (const auto& entry : state.rng_states()) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "data/corpus/corpus.h"
@@ -57,7 +58,7 @@ class Task : public train::TrainingTask {
   /// Validation metrics with the recipe's train.eval_batches.
   train::Metrics evaluate() override;
   /// Optimizer steps in one pass over the training split at the recipe's global batch.
-  virtual int64_t steps_per_epoch() = 0;
+  int64_t steps_per_epoch();
   /// The data cursor and the dropout streams (RNG "dropout" is rank 0's, "dropout.rank<r>" rank
   /// r's, gathered from every rank); tokenizer files for checkpoints.
   void save_state(io::TrainState& state) const override;
@@ -82,17 +83,16 @@ class Task : public train::TrainingTask {
   std::string validation_split();
 
  protected:
-  /// Creates the training dataset and loader (idempotent); returns the number of examples.
+  /// Creates the training dataset and `loader_` over it (idempotent); returns the number of
+  /// examples.
   virtual int64_t prepare_training_data() = 0;
-  /// The loader's cursor and restoring it (after prepare_training_data).
-  virtual data::LoaderCursor loader_cursor() const = 0;
-  virtual void restore_loader(const data::LoaderCursor& cursor) = 0;
   /// The training loader's options: micro_batch_size(), this rank's shard, the data seed.
   data::LoaderOptions training_loader_options() const;
   /// The loader of an evaluation split: eval_batch_size(), in order, every example once.
   data::LoaderOptions evaluation_loader_options() const;
 
   TaskInputs inputs_;
+  std::optional<data::BatchLoader> loader_;  // training batches; set by prepare_training_data
   models::ModelOptions model_options_;
   RunSeeds seeds_;
   std::shared_ptr<Generator> dropout_gen_;

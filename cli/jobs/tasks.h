@@ -24,20 +24,16 @@ class CausalLmTask : public Task {
   models::CausalLm& causal_lm() { return *model_; }
   train::MicroBatch next_micro_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
-  int64_t steps_per_epoch() override;
   /// The token stream of a split (encoded once, cached).
   data::TokenStream split_tokens(const std::string& split);
 
  protected:
   int64_t prepare_training_data() override;
-  data::LoaderCursor loader_cursor() const override;
-  void restore_loader(const data::LoaderCursor& cursor) override;
 
  private:
   std::shared_ptr<models::CausalLm> model_;
   std::map<std::string, data::TokenStream> streams_;
   std::optional<data::CausalLmDataset> train_data_;
-  std::optional<data::BatchLoader> loader_;
 };
 
 /// Masked-token prediction (BERT corruption). Metrics: loss over the masked positions of the
@@ -48,19 +44,15 @@ class MaskedLmTask : public Task {
   nn::Module& model() override { return *model_; }
   train::MicroBatch next_micro_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
-  int64_t steps_per_epoch() override;
 
  protected:
   int64_t prepare_training_data() override;
-  data::LoaderCursor loader_cursor() const override;
-  void restore_loader(const data::LoaderCursor& cursor) override;
 
  private:
   data::MaskedLmDataset make_dataset(const std::string& split, data::WindowMode mode);
 
   std::shared_ptr<models::MaskedLm> model_;
   std::optional<data::MaskedLmDataset> train_data_;
-  std::optional<data::BatchLoader> loader_;
 };
 
 /// Sequence classification on GLUE-style TSV. Metrics: loss (mean over examples), accuracy,
@@ -72,19 +64,15 @@ class ClassifierTask : public Task {
   models::Classifier& classifier() { return *model_; }
   train::MicroBatch next_micro_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
-  int64_t steps_per_epoch() override;
 
  protected:
   int64_t prepare_training_data() override;
-  data::LoaderCursor loader_cursor() const override;
-  void restore_loader(const data::LoaderCursor& cursor) override;
 
  private:
   data::ClassificationOptions dataset_options() const;
 
   std::shared_ptr<models::Classifier> model_;
   std::optional<data::ClassificationDataset> train_data_;
-  std::optional<data::BatchLoader> loader_;
 };
 
 }  // namespace rota::cli
