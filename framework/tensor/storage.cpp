@@ -1,14 +1,13 @@
-// Aligned allocation for Storage.
+// Storage's memory (from the caching allocator) and its live/peak byte counts.
 #include "framework/tensor/storage.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <new>
+
+#include "framework/tensor/caching_allocator.h"
 
 namespace rota {
 
 namespace {
-constexpr size_t kAlignment = 64;
 std::atomic<int64_t> g_live_bytes{0};
 std::atomic<int64_t> g_peak_bytes{0};
 
@@ -29,16 +28,14 @@ void reset_storage_peak() {
   g_peak_bytes.store(g_live_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
+// Live and peak bytes count requested bytes, not the allocator's size classes.
 Storage::Storage(size_t nbytes) : nbytes_(nbytes) {
-  // aligned_alloc needs a size that is a multiple of the alignment.
-  const size_t rounded = ((nbytes + kAlignment - 1) / kAlignment) * kAlignment;
-  data_ = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
-  if (data_ == nullptr) throw std::bad_alloc();
+  data_ = storage_allocator().allocate(nbytes);
   track_allocation(static_cast<int64_t>(nbytes_));
 }
 
 Storage::~Storage() {
-  std::free(data_);
+  storage_allocator().deallocate(data_, nbytes_);
   track_allocation(-static_cast<int64_t>(nbytes_));
 }
 
