@@ -77,12 +77,15 @@ int dispatch(int argc, char** argv) {
   BenchTrainArgs bench;
   CLI::App* bench_train = bench_cmd->add_subcommand(
       "train",
-      "Time full training steps of a recipe; last line: tokens_per_s=… step_ms=… gflops=…");
+      "Time full training steps of a recipe; last line: tokens_per_s=… step_ms=… gflops=… mfu=…");
   bench_train->add_option("recipe", bench.recipe, "Recipe file")->required();
   bench_train->add_option("--set", bench.overrides, "Override a recipe field (repeatable)");
   bench_train->add_option("--steps", bench.steps, "Timed steps (default 10)");
   bench_train->add_option("--warmup", bench.warmup, "Untimed steps first (default 2)");
-  bench_train->add_option("--dtype", bench.dtype, "f32");
+  bench_train->add_option(
+      "--dtype", bench.dtype,
+      "Compute precision: f32, or bf16 (bf16 matrix products, f32 weights and optimizer state); "
+      "default: the recipe's train.dtype");
 
   CLI::App* data_cmd =
       app.add_subcommand("data", "Corpora: list what is registered and found, fetch");

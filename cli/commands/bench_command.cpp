@@ -1,4 +1,4 @@
-// `rota bench train RECIPE [--steps N] [--dtype f32]`: full training steps timed, FLOP/s reported.
+// `rota bench train RECIPE [--steps N] [--dtype f32|bf16]`: training steps timed; FLOP/s and MFU.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -6,7 +6,9 @@
 
 #include "cli/commands/commands.h"
 #include "cli/jobs/checkpoint_task.h"
+#include "cli/jobs/matmul_ceiling.h"
 #include "cli/jobs/optimizer_setup.h"
+#include "cli/jobs/precision_setup.h"
 #include "cli/jobs/task.h"
 #include "cli/jobs/tokenizer_setup.h"
 #include "framework/io/log.h"
@@ -19,13 +21,16 @@ namespace rota::cli {
 
 int run_bench_train(const BenchTrainArgs& args) {
   io::init_logging_from_env();
-  if (args.dtype != "f32") {
-    throw recipes::RecipeError("--dtype: only f32 is available in this build (got '" + args.dtype +
-                               "')");
-  }
+  // An empty --dtype means the recipe's train.dtype; a given one overrides it (and is checked
+  // before anything is loaded).
+  const MatmulPrecision flag_precision =
+      args.dtype.empty() ? MatmulPrecision::kF32 : parse_precision("--dtype", args.dtype);
   if (args.steps < 1) throw recipes::RecipeError("--steps must be >= 1");
   if (args.warmup < 0) throw recipes::RecipeError("--warmup must be >= 0");
   const recipes::Recipe recipe = recipes::load_recipe(args.recipe, args.overrides);
+  const MatmulPrecisionGuard precision(args.dtype.empty() ? precision_from_recipe(recipe)
+                                                          : flag_precision);
+  report_precision(matmul_precision());
   const int threads = apply_thread_setting(recipe);
   TaskInputs inputs;
   inputs.recipe = recipe;
@@ -58,10 +63,20 @@ int run_bench_train(const BenchTrainArgs& args) {
   const double flops =
       models::training_flops_per_token(task->model_options(), recipe.data().sequence_length()) *
       static_cast<double>(tokens_per_step);
-  std::printf("recipe=%s threads=%d steps=%lld tokens_per_step=%lld\n", recipe.name().c_str(),
-              threads, static_cast<long long>(args.steps), static_cast<long long>(tokens_per_step));
-  std::printf("tokens_per_s=%.1f step_ms=%.2f gflops=%.2f\n",
-              static_cast<double>(tokens_per_step) / median, median * 1e3, flops / median / 1e9);
+  // The ceiling right after the steps, on the same threads, oneDNN and precision.
+  const MatmulCeiling ceiling = measure_matmul_ceiling(matmul_precision());
+  io::log_info("matmul ceiling: {:.2f} GFLOP/s at {}^3 (best of {} products, {:.2f} s)",
+               ceiling.gflops, ceiling.size, ceiling.products, ceiling.seconds);
+  const double gflops = flops / median / 1e9;
+  std::printf("recipe=%s threads=%d steps=%lld tokens_per_step=%lld dtype=%s\n",
+              recipe.name().c_str(), threads, static_cast<long long>(args.steps),
+              static_cast<long long>(tokens_per_step), matmul_precision_name(matmul_precision()));
+  std::printf("ceiling_gflops=%.2f ceiling_n=%lld\n", ceiling.gflops,
+              static_cast<long long>(ceiling.size));
+  // MFU: the model's analytic FLOP/s over the best square product the same setup achieves.
+  std::printf("tokens_per_s=%.1f step_ms=%.2f gflops=%.2f mfu=%.4f\n",
+              static_cast<double>(tokens_per_step) / median, median * 1e3, gflops,
+              gflops / ceiling.gflops);
   return kExitOk;
 }
 

@@ -45,7 +45,7 @@ struct BenchTrainArgs {
   std::vector<std::string> overrides;
   int64_t steps = 10;
   int64_t warmup = 2;
-  std::string dtype = "f32";
+  std::string dtype;  // empty: the recipe's train.dtype
 };
 int run_bench_train(const BenchTrainArgs& args);
 

@@ -6,6 +6,7 @@
 #include "cli/ablation/context_length.h"
 #include "cli/commands/commands.h"
 #include "cli/jobs/checkpoint_task.h"
+#include "cli/jobs/precision_setup.h"
 #include "cli/jobs/tokenizer_setup.h"
 #include "framework/autograd/grad_mode.h"
 #include "framework/io/checkpoint.h"
@@ -50,6 +51,9 @@ int run_eval(const EvalArgs& args) {
                loaded.checkpoint_dir.string(), loaded.state.step(),
                loaded.task->model().num_parameters(),
                loaded.task->recipe().data().sequence_length(), args.split);
+  // The precision the model was trained in (train.dtype), so evaluation sees the same numerics.
+  const MatmulPrecisionGuard precision(precision_from_recipe(loaded.task->recipe()));
+  report_precision(matmul_precision());
   train::Metrics metrics;
   {
     NoGradGuard no_grad;

@@ -3,6 +3,7 @@
 
 #include "cli/commands/commands.h"
 #include "cli/jobs/checkpoint_task.h"
+#include "cli/jobs/precision_setup.h"
 #include "cli/jobs/tasks.h"
 #include "framework/io/log.h"
 #include "models/generation.h"
@@ -22,6 +23,9 @@ int run_generate(const GenerateArgs& args) {
         "rota generate: " + loaded.checkpoint_dir.string() +
         " is not a causal language model (generation needs model.kind CAUSAL_LM)");
   }
+  // The precision the model was trained in (train.dtype).
+  const MatmulPrecisionGuard precision(precision_from_recipe(causal->recipe()));
+  report_precision(matmul_precision());
   const data::Tokenizer& tokenizer = causal->tokenizer();
   std::vector<int64_t> prompt = tokenizer.encode(args.prompt);
   // Line-based tokenizers close every line with <eos>; the prompt is a line still being written.

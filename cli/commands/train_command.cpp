@@ -14,6 +14,7 @@
 #include "cli/jobs/checkpoint_task.h"
 #include "cli/jobs/finetune_setup.h"
 #include "cli/jobs/optimizer_setup.h"
+#include "cli/jobs/precision_setup.h"
 #include "cli/jobs/tasks.h"
 #include "cli/jobs/tokenizer_setup.h"
 #include "framework/distributed/launch.h"
@@ -235,11 +236,9 @@ int train_on_this_rank(const TrainArgs& args,
   // The other ranks only report problems; rank 0 tells the story.
   if (!root && io::log_level() < io::LogLevel::kWarn) io::set_log_level(io::LogLevel::kWarn);
   recipes::Recipe recipe = load_recipe_on_every_rank(comm, args);
-  if (recipe.train().dtype() != recipes::Train::F32) {
-    refuse(comm,
-           "train.dtype: BF16 training is not available in this build yet (see "
-           "docs/performance.md); use F32");
-  }
+  // train.dtype holds for the whole run on this rank (training steps, validation, the sample);
+  // every rank loads the same recipe, so all compute alike.
+  const MatmulPrecisionGuard precision(precision_from_recipe(recipe));
   const int threads = apply_thread_setting(recipe);
   warn_about_core_binding(comm, threads);
   const fs::path run_dir = args.out.empty() ? fs::path("runs") / recipe.name() : fs::path(args.out);
@@ -290,6 +289,7 @@ int train_on_this_rank(const TrainArgs& args,
     io::log_info("rota train {} -> {} ({} threads{})", args.recipe, run_dir.string(), threads,
                  comm.world_size() > 1 ? fmt::format(" per rank, {}", comm.description()) : "");
   }
+  report_precision(matmul_precision());
 
   TaskInputs inputs;
   inputs.recipe = recipe;

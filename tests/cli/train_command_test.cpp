@@ -189,11 +189,6 @@ TEST(TrainCommand, ResumeRefusesACorruptedOrTruncatedCheckpoint) {
   }
 }
 
-TEST(TrainCommand, Bf16IsRefusedAsARecipeError) {
-  TempDir tmp;
-  EXPECT_THROW(train("tiny_causal_lm", tmp / "run", {"train.dtype=BF16"}), recipes::RecipeError);
-}
-
 TEST(EvalCommand, LastLineFollowsTheContract) {
   TempDir tmp;
   captured_train_stdout("tiny_causal_lm", tmp / "run");

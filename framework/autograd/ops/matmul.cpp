@@ -1,7 +1,8 @@
-// matmul / linear ops: backward as two more products, transposes passed as flags.
+// matmul / linear ops: backward as two more products, transposes passed as flags; bf16 compute.
 #include "framework/autograd/ops/matmul.h"
 
 #include "framework/autograd/function.h"
+#include "framework/autograd/precision.h"
 #include "framework/backend/elementwise.h"
 #include "framework/backend/matmul.h"
 #include "framework/backend/reduce.h"
@@ -16,18 +17,34 @@ Shape leading_dims(const Shape& shape, size_t trailing) {
   return Shape(shape.begin(), shape.end() - static_cast<int64_t>(trailing));
 }
 
+// True when a product of these operands computes in bf16: the setting is kBF16 and both are
+// f32 (f64 gradient checks and explicit bf16 operands run as given).
+bool computes_in_bf16(const Tensor& a, const Tensor& b) {
+  return matmul_precision() == MatmulPrecision::kBF16 && a.dtype() == DType::kF32 &&
+         b.dtype() == DType::kF32;
+}
+
+// What the products multiply: the operand itself, or its bf16 rounding (cast once, then used
+// by the forward and saved for the backward: half the bytes of the f32 original).
+Tensor compute_operand(const Tensor& t, bool bf16) {
+  return bf16 ? round_to_bf16_operand(t) : t;
+}
+
 }  // namespace
 
 Variable matmul(const Variable& a, const Variable& bv, bool transpose_a, bool transpose_b) {
   const OpRecord rec = inspect_inputs({a, bv});
-  Tensor out = b::matmul(a.data(), bv.data(), transpose_a, transpose_b);
+  const bool bf16 = computes_in_bf16(a.data(), bv.data());
+  const Tensor a_in = compute_operand(a.data(), bf16);
+  const Tensor b_in = compute_operand(bv.data(), bf16);
+  Tensor out = b::matmul(a_in, b_in, transpose_a, transpose_b);
   if (!rec.any) return Variable(std::move(out), false);
 
   // The backward works on the promoted operands the forward used: a2 [..., M, K] stored as
   // [..., K, M] when ta, b2 [..., K, N] stored as [..., N, K] when tb (1-D a is [1, K], 1-D b
-  // is [K, 1]; flags do not apply to 1-D operands).
-  const Tensor a2 = a.dim() == 1 ? a.data().unsqueeze(0) : a.data();
-  const Tensor b2 = bv.dim() == 1 ? bv.data().unsqueeze(1) : bv.data();
+  // is [K, 1]; flags do not apply to 1-D operands). Under bf16 they are the rounded copies.
+  const Tensor a2 = a.dim() == 1 ? a_in.unsqueeze(0) : a_in;
+  const Tensor b2 = bv.dim() == 1 ? b_in.unsqueeze(1) : b_in;
   const bool ta = transpose_a && a.dim() >= 2;
   const bool tb = transpose_b && bv.dim() >= 2;
   const int64_t m = ta ? a2.size(-1) : a2.size(-2);
@@ -40,10 +57,11 @@ Variable matmul(const Variable& a, const Variable& bv, bool transpose_a, bool tr
   return record_op(
       "matmul", out, {a, bv},
       [needs = rec.needs, ad = rec.needs[1] ? a2 : Tensor(), bd = rec.needs[0] ? b2 : Tensor(), ta,
-       tb, full_out, shape_a = a.shape(), shape_b = bv.shape(), a2_shape = a2.shape(),
+       tb, bf16, full_out, shape_a = a.shape(), shape_b = bv.shape(), a2_shape = a2.shape(),
        b2_shape = b2.shape()](const Tensor& grad) {
-        // C = op(A)·op(B), g = dL/dC: [batch..., M, N].
-        const Tensor g = grad.reshape(full_out);
+        // C = op(A)·op(B), g = dL/dC: [batch..., M, N]. Under bf16 g is rounded once and both
+        // products multiply bf16 by bf16 into f32 gradients.
+        const Tensor g = compute_operand(grad, bf16).reshape(full_out);
         Tensor ga;
         Tensor gb;
         if (needs[0]) {
@@ -77,7 +95,11 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   const std::vector<Variable> inputs =
       has_bias ? std::vector<Variable>{x, weight, bias} : std::vector<Variable>{x, weight};
   const OpRecord rec = inspect_inputs(inputs);
-  Tensor out = b::linear(x.data(), weight.data(), has_bias ? bias.data() : Tensor());
+  const bool bf16 = computes_in_bf16(x.data(), weight.data());
+  const Tensor x_in = compute_operand(x.data(), bf16);
+  const Tensor w_in = compute_operand(weight.data(), bf16);
+  // The bias stays f32 either way: oneDNN adds it to the f32 accumulator.
+  Tensor out = b::linear(x_in, w_in, has_bias ? bias.data() : Tensor());
   if (!rec.any) return Variable(std::move(out), false);
 
   const int64_t in_features = weight.size(1);
@@ -85,19 +107,21 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   const int64_t rows = shape_numel(leading_dims(x.shape(), 1));
   return record_op(
       "linear", out, inputs,
-      [needs = rec.needs, has_bias, xd = rec.needs[1] ? x.data() : Tensor(),
-       wd = rec.needs[0] ? weight.data() : Tensor(), shape_x = x.shape(), in_features, out_features,
+      [needs = rec.needs, has_bias, bf16, xd = rec.needs[1] ? x_in : Tensor(),
+       wd = rec.needs[0] ? w_in : Tensor(), shape_x = x.shape(), in_features, out_features,
        rows](const Tensor& grad) {
-        // Over the flattened rows: x: [R, In], W: [Out, In], g: [R, Out].
+        // Over the flattened rows: x: [R, In], W: [Out, In], g: [R, Out]. Under bf16, x and W
+        // are the saved rounded copies and g is rounded once for both products.
         const Tensor g = grad.reshape({rows, out_features});
+        const Tensor g_in = compute_operand(g, bf16);
         std::vector<Tensor> grads(has_bias ? 3 : 2);
         // dx = g·W: [R, In].
-        if (needs[0]) grads[0] = b::matmul(g, wd).reshape(shape_x);
+        if (needs[0]) grads[0] = b::matmul(g_in, wd).reshape(shape_x);
         // dW = gᵀ·x: [Out, In], the transpose read through strides.
         if (needs[1]) {
-          grads[1] = b::matmul(g, xd.reshape({rows, in_features}), /*transpose_a=*/true);
+          grads[1] = b::matmul(g_in, xd.reshape({rows, in_features}), /*transpose_a=*/true);
         }
-        // db = Σ_r g[r, :]: [Out].
+        // db = Σ_r g[r, :]: [Out], from the f32 gradient.
         if (has_bias && needs[2]) grads[2] = b::reduce_sum(g, {0}, /*keepdim=*/false);
         return grads;
       });

@@ -1,0 +1,80 @@
+// The process-wide matmul precision, the bf16 support probe and the portable bf16 path.
+#include "framework/autograd/precision.h"
+
+#include <atomic>
+#include <cstdio>
+
+#include "framework/backend/matmul.h"
+
+namespace rota {
+
+namespace {
+
+std::atomic<MatmulPrecision> g_precision{MatmulPrecision::kF32};
+std::atomic<bool> g_force_emulation{false};
+std::atomic<bool> g_emulation_reported{false};
+
+void warn_to_stderr(const std::string& message) {
+  std::fprintf(stderr, "warning: %s\n", message.c_str());
+}
+
+std::atomic<PrecisionWarningHandler> g_warning_handler{&warn_to_stderr};
+
+// Creates and runs the two kinds of bf16 products the ops use; oneDNN refuses to create the
+// primitive (status unimplemented) when the CPU has no bf16 kernel.
+bool probe_bf16_matmul() {
+  try {
+    const Tensor x = ones({4, 8}, DType::kBF16);
+    const Tensor w = ones({4, 8}, DType::kBF16);
+    backend::matmul(x, w, /*transpose_a=*/false, /*transpose_b=*/true);
+    backend::linear(x, w, zeros({4}, DType::kF32));
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+const char* matmul_precision_name(MatmulPrecision precision) {
+  return precision == MatmulPrecision::kBF16 ? "bf16" : "f32";
+}
+
+MatmulPrecision matmul_precision() {
+  return g_precision.load(std::memory_order_relaxed);
+}
+
+void set_matmul_precision(MatmulPrecision precision) {
+  g_precision.store(precision, std::memory_order_relaxed);
+}
+
+bool bf16_matmul_native() {
+  // Function-local static: probed once, thread-safely, on first use.
+  static const bool native = probe_bf16_matmul();
+  return native && !g_force_emulation.load(std::memory_order_relaxed);
+}
+
+void force_bf16_matmul_emulation(bool emulate) {
+  g_force_emulation.store(emulate, std::memory_order_relaxed);
+  if (emulate) g_emulation_reported.store(false);
+}
+
+Tensor round_to_bf16_operand(const Tensor& t) {
+  ROTA_CHECK(t.dtype() == DType::kF32, "bf16 matmul: operand dtype {} (expected f32)",
+             dtype_name(t.dtype()));
+  Tensor rounded = t.to(DType::kBF16);
+  if (bf16_matmul_native()) return rounded;
+  if (!g_emulation_reported.exchange(true)) {
+    g_warning_handler.load()(
+        "bf16 matmul: oneDNN has no bf16 kernel on this CPU (it needs AVX-512; "
+        "DNNL_MAX_CPU_ISA may also limit it); bf16 products run on the portable path: operands "
+        "rounded to bf16, multiplied in f32 with f32 accumulation (bf16 numerics, f32 speed)");
+  }
+  return rounded.to(DType::kF32);
+}
+
+void set_precision_warning_handler(PrecisionWarningHandler handler) {
+  g_warning_handler.store(handler != nullptr ? handler : &warn_to_stderr);
+}
+
+}  // namespace rota
