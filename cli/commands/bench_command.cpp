@@ -1,4 +1,6 @@
 // `rota bench train RECIPE [--steps N] [--dtype f32|bf16]`: training steps timed; FLOP/s and MFU.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +14,7 @@
 #include "cli/jobs/task.h"
 #include "cli/jobs/tokenizer_setup.h"
 #include "framework/io/log.h"
+#include "framework/tensor/storage.h"
 #include "framework/train/train_step.h"
 #include "models/model_flops.h"
 #include "recipes/loader.h"
@@ -48,7 +51,12 @@ int run_bench_train(const BenchTrainArgs& args) {
   task->model().train();
 
   std::vector<double> step_seconds;
+  StorageStats resident;  // tensors alive between timed steps: weights, optimizer state
   for (int64_t i = 0; i < total; ++i) {
+    if (i == args.warmup) {
+      resident = storage_stats();
+      reset_storage_peak();
+    }
     const auto start = std::chrono::steady_clock::now();
     const train::StepResult result = runner.run([&] { return task->next_micro_batch(); });
     const double seconds =
@@ -71,6 +79,16 @@ int run_bench_train(const BenchTrainArgs& args) {
   std::printf("recipe=%s threads=%d steps=%lld tokens_per_step=%lld dtype=%s\n",
               recipe.name().c_str(), threads, static_cast<long long>(args.steps),
               static_cast<long long>(tokens_per_step), matmul_precision_name(matmul_precision()));
+  // Memory of the timed steps: the tensor high-water mark, and what the step adds on top of the
+  // tensors that live across steps (activations, gradients, temporaries) per token.
+  const StorageStats memory = storage_stats();
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("peak_tensor_mb=%.1f step_bytes_per_token=%.0f max_rss_mb=%.1f\n",
+              static_cast<double>(memory.peak_bytes) / (1 << 20),
+              static_cast<double>(memory.peak_bytes - resident.live_bytes) /
+                  static_cast<double>(tokens_per_step),
+              static_cast<double>(usage.ru_maxrss) / 1024.0);
   std::printf("ceiling_gflops=%.2f ceiling_n=%lld\n", ceiling.gflops,
               static_cast<long long>(ceiling.size));
   // MFU: the model's analytic FLOP/s over the best square product the same setup achieves.

@@ -171,7 +171,7 @@ TEST_F(Bf16Training, GenerateUsesTheRecipePrecision) {
   EXPECT_EQ(matmul_precision(), MatmulPrecision::kF32);
 }
 
-// `rota bench train` in-process: its three report lines as key=value maps.
+// `rota bench train` in-process: its four report lines as key=value maps.
 std::vector<std::map<std::string, std::string>> bench(const std::string& dtype,
                                                       std::vector<std::string> overrides = {}) {
   BenchTrainArgs args;
@@ -195,17 +195,21 @@ std::vector<std::map<std::string, std::string>> bench(const std::string& dtype,
 // the ceiling to 0.005, mfu to 0.00005).
 void expect_consistent_mfu(const std::vector<std::map<std::string, std::string>>& lines,
                            const std::string& dtype) {
-  ASSERT_EQ(lines.size(), 3u);
+  ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0].at("dtype"), dtype);
-  const double ceiling = std::stod(lines[1].at("ceiling_gflops"));
-  const double gflops = std::stod(lines[2].at("gflops"));
-  const double mfu = std::stod(lines[2].at("mfu"));
+  // The memory line: a step allocates activations on top of the weights (peak > 0, per token > 0).
+  EXPECT_GT(std::stod(lines[1].at("peak_tensor_mb")), 0.0);
+  EXPECT_GT(std::stod(lines[1].at("step_bytes_per_token")), 0.0);
+  EXPECT_GE(std::stod(lines[1].at("max_rss_mb")), std::stod(lines[1].at("peak_tensor_mb")));
+  const double ceiling = std::stod(lines[2].at("ceiling_gflops"));
+  const double gflops = std::stod(lines[3].at("gflops"));
+  const double mfu = std::stod(lines[3].at("mfu"));
   for (const char* key : {"tokens_per_s", "step_ms", "gflops", "mfu"}) {
-    EXPECT_EQ(lines[2].count(key), 1u) << key;
+    EXPECT_EQ(lines[3].count(key), 1u) << key;
   }
   EXPECT_GT(ceiling, 0.0);
   EXPECT_GT(mfu, 0.0);
-  EXPECT_GE(std::stoll(lines[1].at("ceiling_n")), 2048);
+  EXPECT_GE(std::stoll(lines[2].at("ceiling_n")), 2048);
   const double ratio = gflops / ceiling;
   EXPECT_NEAR(mfu, ratio, 0.5e-4 + ratio * (0.005 / gflops + 0.005 / ceiling) + 1e-12);
 }
