@@ -167,7 +167,8 @@ TEST(ShippedRecipes, BenchSmallIsIssueSevensModel) {
 TEST(ShippedRecipes, AblationsHaveThreeSeedsAndTheIssuesVariants) {
   const std::map<std::string, std::vector<std::string>> expected = {
       {"encodings_causal.txtpb",
-       {"nope", "sinusoidal", "rope", "permute_former", "lrpe_type1", "lrpe_type2", "lrpe_type3"}},
+       {"nope", "sinusoidal", "sinusoidal_scaled", "rope", "permute_former", "lrpe_type1",
+        "lrpe_type2", "lrpe_type3"}},
       {"bidirectional_glue.txtpb",
        {"sinusoidal", "rope", "permute_former", "lrpe_type1", "lrpe_type2", "lrpe_type3"}},
       {"softmax_vs_linear.txtpb",
