@@ -6,12 +6,17 @@
 //   add:        a, b, out: 16M f32        -> 3 x 64 MB moved,  baseline: copy of 96 MB
 //   gelu (erf): x, y: 16M f32             -> 2 x 64 MB moved,  baseline: copy of 64 MB
 //   layer norm: x, y: [8192, 1024] f32    -> 2 x 32 MB moved,  baseline: copy of 32 MB
-// Also reported for reference: neg and gelu_tanh (same bytes as gelu), the layer-norm backward
-// (reads g and x, writes dx) and cross-entropy forward/backward on [4096, 8192] f32 logits.
-// The kernels return fresh tensors, so each call also pays for allocating (and page-faulting)
-// its output; the *_fresh_dst memcpy variants pay the same, which separates allocator cost from
-// kernel cost.
+// Also reported for reference: neg, gelu_tanh, exp, tanh, sigmoid, silu, elu and one_plus_elu
+// (same bytes as gelu; items/s = elements per second), the backward of gelu, gelu_tanh and silu
+// (read x, y, grad_y, write grad_x), the layer-norm backward (reads g and x, writes dx) and
+// cross-entropy forward/backward on [4096, 8192] f32 logits, and the vecmath kernels alone on an
+// L1-resident array per instruction-set build next to the scalar libm loops they replaced. The
+// kernels return fresh tensors, so each call also pays for allocating (and page-faulting) its
+// output; the *_fresh_dst memcpy variants pay the same, which separates allocator cost from kernel
+// cost.
+#include <cmath>
 #include <cstring>
+#include <string>
 
 #include <benchmark/benchmark.h>
 
@@ -19,6 +24,7 @@
 #include "framework/backend/elementwise.h"
 #include "framework/backend/norm.h"
 #include "framework/backend/parallel.h"
+#include "framework/backend/vector_math.h"
 #include "framework/tensor/random.h"
 
 namespace rota {
@@ -88,14 +94,30 @@ void BM_add(benchmark::State& state) {
   set_bytes_moved(state, 3 * kElements * 4);
 }
 
+// Unary maps on x uniform in [-3, 3] (the bulk of pre-activation values); items/s = elements/s.
 void BM_unary(benchmark::State& state, backend::UnaryOp op) {
   Generator gen(2);
   const Tensor x = rand({kElements}, gen, -3.0, 3.0);
   for (auto _ : state) {
-    Tensor y = backend::unary(op, x);
+    Tensor y = backend::unary(op, x, 1.0);
     benchmark::DoNotOptimize(y.raw_data());
   }
   set_bytes_moved(state, 2 * kElements * 4);
+  state.SetItemsProcessed(state.iterations() * kElements);
+}
+
+// grad_x = grad_y * op'(x): reads x, y and grad_y, writes grad_x.
+void BM_unary_backward(benchmark::State& state, backend::UnaryOp op) {
+  Generator gen(7);
+  const Tensor x = rand({kElements}, gen, -3.0, 3.0);
+  const Tensor y = backend::unary(op, x, 1.0);
+  const Tensor g = randn({kElements}, gen);
+  for (auto _ : state) {
+    Tensor gx = backend::unary_backward(op, x, y, g, 1.0);
+    benchmark::DoNotOptimize(gx.raw_data());
+  }
+  set_bytes_moved(state, 4 * kElements * 4);
+  state.SetItemsProcessed(state.iterations() * kElements);
 }
 
 void BM_layer_norm_forward(benchmark::State& state) {
@@ -153,6 +175,72 @@ void BM_cross_entropy_backward(benchmark::State& state) {
   set_bytes_moved(state, 2 * kTokens * kClasses * 4);
 }
 
+// The vecmath kernels alone, per instruction-set build, on 4096 floats in [-3, 3] that stay
+// in L1: compute cost per element (items/s) without memory traffic or allocation.
+constexpr int64_t kL1Elements = 4096;
+using VecmathForward = void (*backend::vecmath::Kernels::*)(const float*, float*, int64_t);
+
+void BM_vecmath(benchmark::State& state, VecmathForward kernel, backend::vecmath::Isa isa) {
+  const backend::vecmath::Kernels& k = backend::vecmath::kernels(isa);
+  Generator gen(8);
+  const Tensor x = rand({kL1Elements}, gen, -3.0, 3.0);
+  Tensor y = Tensor::empty({kL1Elements}, DType::kF32);
+  for (auto _ : state) {
+    (k.*kernel)(x.data<float>(), y.data<float>(), kL1Elements);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kL1Elements);
+}
+
+// The same through scalar libm calls, as elementwise.cpp ran them before vecmath.
+void BM_libm(benchmark::State& state, float (*f)(float)) {
+  Generator gen(8);
+  const Tensor x = rand({kL1Elements}, gen, -3.0, 3.0);
+  Tensor y = Tensor::empty({kL1Elements}, DType::kF32);
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  for (auto _ : state) {
+    for (int64_t i = 0; i < kL1Elements; ++i) py[i] = f(px[i]);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kL1Elements);
+}
+
+// BM_vecmath/<function>_<build> for every build this CPU can run.
+void register_vecmath_benchmarks() {
+  using backend::vecmath::Isa;
+  using backend::vecmath::Kernels;
+  const struct {
+    const char* name;
+    VecmathForward kernel;
+  } functions[] = {{"exp", &Kernels::exp},
+                   {"erf", &Kernels::erf},
+                   {"tanh", &Kernels::tanh},
+                   {"gelu_erf", &Kernels::gelu_erf},
+                   {"gelu_tanh", &Kernels::gelu_tanh}};
+  for (const auto& f : functions) {
+    for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+      if (!backend::vecmath::isa_supported(isa)) continue;
+      const std::string name =
+          std::string("BM_vecmath/") + f.name + "_" + backend::vecmath::isa_name(isa);
+      benchmark::RegisterBenchmark(name.c_str(), BM_vecmath, f.kernel, isa);
+    }
+  }
+}
+
+float libm_exp(float x) {
+  return std::exp(x);
+}
+float libm_erf(float x) {
+  return std::erf(x);
+}
+float libm_tanh(float x) {
+  return std::tanh(x);
+}
+float libm_gelu_erf(float x) {
+  return 0.5f * x * (1.0f + std::erf(x * 0.70710678f));
+}
+
 }  // namespace
 }  // namespace rota
 
@@ -183,9 +271,40 @@ BENCHMARK_CAPTURE(BM_unary, gelu_erf, backend::UnaryOp::kGeluErf)
 BENCHMARK_CAPTURE(BM_unary, gelu_tanh, backend::UnaryOp::kGeluTanh)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK_CAPTURE(BM_unary, exp, backend::UnaryOp::kExp)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_unary, tanh, backend::UnaryOp::kTanh)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_unary, sigmoid, backend::UnaryOp::kSigmoid)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_unary, silu, backend::UnaryOp::kSilu)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_unary, elu, backend::UnaryOp::kElu)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_unary, one_plus_elu, backend::UnaryOp::kOnePlusElu)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_unary_backward, gelu_erf, backend::UnaryOp::kGeluErf)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_unary_backward, gelu_tanh, backend::UnaryOp::kGeluTanh)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_unary_backward, silu, backend::UnaryOp::kSilu)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_unary, neg, backend::UnaryOp::kNeg)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK_CAPTURE(BM_libm, exp, libm_exp);
+BENCHMARK_CAPTURE(BM_libm, erf, libm_erf);
+BENCHMARK_CAPTURE(BM_libm, tanh, libm_tanh);
+BENCHMARK_CAPTURE(BM_libm, gelu_erf, libm_gelu_erf);
 BENCHMARK(BM_layer_norm_forward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_layer_norm_backward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_cross_entropy_forward)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -193,6 +312,7 @@ BENCHMARK(BM_cross_entropy_backward)->Unit(benchmark::kMillisecond)->UseRealTime
 
 int main(int argc, char** argv) {
   backend::init_runtime();  // FTZ/DAZ on every thread, as in training
+  register_vecmath_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

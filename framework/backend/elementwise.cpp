@@ -2,10 +2,12 @@
 #include "framework/backend/elementwise.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include "framework/backend/dispatch.h"
 #include "framework/backend/parallel.h"
 #include "framework/backend/reduce.h"
+#include "framework/backend/vector_math.h"
 
 namespace rota::backend {
 
@@ -186,19 +188,65 @@ constexpr int64_t unary_cost() {
   }
 }
 
+// f32 maps that need exp, expm1, erf or tanh run vecmath's array kernels (vectorised, built for
+// AVX-512, AVX2 and plain x86-64 and picked at run time); libm's expf/erff/tanhf are scalar
+// calls (GELU with erff cost ~12 ns per element). f64 stays on libm: it is the gradient-check
+// precision. Backward maps whose derivative comes from y (exp, tanh, sigmoid, elu) need none.
+template <UnaryOp kOp>
+constexpr bool kHasVecmathForward =
+    kOp == UnaryOp::kExp || kOp == UnaryOp::kTanh || kOp == UnaryOp::kSigmoid ||
+    kOp == UnaryOp::kSilu || kOp == UnaryOp::kElu || kOp == UnaryOp::kOnePlusElu ||
+    kOp == UnaryOp::kGeluErf || kOp == UnaryOp::kGeluTanh;
+template <UnaryOp kOp>
+constexpr bool kHasVecmathBackward =
+    kOp == UnaryOp::kSilu || kOp == UnaryOp::kGeluErf || kOp == UnaryOp::kGeluTanh;
+
+// x, y: [n]
+template <UnaryOp kOp>
+void vecmath_forward(const float* x, float* y, int64_t n, float p) {
+  const vecmath::Kernels& k = vecmath::kernels();
+  if constexpr (kOp == UnaryOp::kExp) k.exp(x, y, n);
+  if constexpr (kOp == UnaryOp::kTanh) k.tanh(x, y, n);
+  if constexpr (kOp == UnaryOp::kSigmoid) k.sigmoid(x, y, n);
+  if constexpr (kOp == UnaryOp::kSilu) k.silu(x, y, n);
+  if constexpr (kOp == UnaryOp::kElu) k.elu(x, y, n, p);
+  if constexpr (kOp == UnaryOp::kOnePlusElu) k.one_plus_elu(x, y, n);
+  if constexpr (kOp == UnaryOp::kGeluErf) k.gelu_erf(x, y, n);
+  if constexpr (kOp == UnaryOp::kGeluTanh) k.gelu_tanh(x, y, n);
+}
+
+// x, g, gx: [n]
+template <UnaryOp kOp>
+void vecmath_backward(const float* x, const float* g, float* gx, int64_t n) {
+  const vecmath::Kernels& k = vecmath::kernels();
+  if constexpr (kOp == UnaryOp::kSilu) k.silu_backward(x, g, gx, n);
+  if constexpr (kOp == UnaryOp::kGeluErf) k.gelu_erf_backward(x, g, gx, n);
+  if constexpr (kOp == UnaryOp::kGeluTanh) k.gelu_tanh_backward(x, g, gx, n);
+}
+
 template <UnaryOp kOp, typename T>
 void unary_loop(const T* x, T* y, int64_t n, T p) {
   parallel_for(n, unary_cost<kOp>(), [&](int64_t begin, int64_t end) {
+    if constexpr (std::is_same_v<T, float> && kHasVecmathForward<kOp>) {
+      vecmath_forward<kOp>(x + begin, y + begin, end - begin, p);
+    } else {
 #pragma omp simd
-    for (int64_t i = begin; i < end; ++i) y[i] = unary_value<kOp, T>(x[i], p);
+      for (int64_t i = begin; i < end; ++i) y[i] = unary_value<kOp, T>(x[i], p);
+    }
   });
 }
 
 template <UnaryOp kOp, typename T>
 void unary_backward_loop(const T* x, const T* y, const T* g, T* gx, int64_t n, T p) {
   parallel_for(n, unary_cost<kOp>(), [&](int64_t begin, int64_t end) {
+    if constexpr (std::is_same_v<T, float> && kHasVecmathBackward<kOp>) {
+      vecmath_backward<kOp>(x + begin, g + begin, gx + begin, end - begin);
+    } else {
 #pragma omp simd
-    for (int64_t i = begin; i < end; ++i) gx[i] = g[i] * unary_derivative<kOp, T>(x[i], y[i], p);
+      for (int64_t i = begin; i < end; ++i) {
+        gx[i] = g[i] * unary_derivative<kOp, T>(x[i], y[i], p);
+      }
+    }
   });
 }
 

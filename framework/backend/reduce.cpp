@@ -3,13 +3,13 @@
 #include "framework/backend/reduce.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <optional>
 
 #include "framework/backend/dispatch.h"
 #include "framework/backend/parallel.h"
+#include "framework/backend/vector_math.h"
 
 namespace rota::backend {
 
@@ -129,52 +129,15 @@ Tensor restore_axes(const Tensor& moved, const std::vector<int64_t>& order) {
   return moved.permute(inverse).contiguous();
 }
 
-// exp(x) in float, under 1 ulp from the exact value (checked for every float in
-// [-87.3, 88.72]); 0 below ln(FLT_MIN), inf above ln(FLT_MAX), NaN for NaN. Written so `omp
-// simd` loops vectorise it: glibc's expf is a scalar call, and the exp pass dominates softmax.
-// (SSE2 code, no -march: 0.94 vs 1.42 ns per element; f32 softmax rows 3.0 -> 1.3 ns.)
-inline float exp_f32(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693359375f;  // ln 2 in two parts: n * kLn2Hi is exact
-  constexpr float kLn2Lo = -2.12194440e-4f;
-  constexpr float kMinArg = -87.3365447505531f;  // ln(FLT_MIN): below, the result is 0
-  constexpr float kMaxArg = 88.7228391116729f;   // ln(FLT_MAX): above, the result is inf
-  constexpr float kRound = 12582912.0f;          // 1.5 * 2^23: adding and subtracting rounds
-  constexpr int32_t kInfBits = 0x7f800000;
-  // Special cases are patched in at the end with integer masks. Float clamps or `?:` on floats
-  // would become branches (under -ftrapping-math GCC will not run float ops speculatively) and
-  // the loop would not vectorise.
-  const int32_t tiny = -static_cast<int32_t>(x < kMinArg);
-  const int32_t huge = -static_cast<int32_t>(x > kMaxArg);
-  const int32_t nan = -static_cast<int32_t>(x != x);
-  // x = n ln2 + r with |r| <= ln2 / 2, so exp(x) = 2^n exp(r). n is zeroed outside the range
-  // so the conversion to int below is always defined; r then carries a NaN through.
-  const float n_raw = (x * kLog2e + kRound) - kRound;
-  const float n = std::bit_cast<float>(std::bit_cast<int32_t>(n_raw) & ~(tiny | huge | nan));
-  const float r = (x - n * kLn2Hi) - n * kLn2Lo;
-  // Cephes expf polynomial: exp(r) = 1 + r + r^2 p(r).
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  // 2^n as two factors, so n = 128 (x just below kMaxArg) needs no out-of-range exponent.
-  const int32_t ni = static_cast<int32_t>(n);
-  const int32_t half = ni >> 1;
-  const float y =
-      p * std::bit_cast<float>((half + 127) << 23) * std::bit_cast<float>((ni - half + 127) << 23);
-  const int32_t bits = std::bit_cast<int32_t>(y);
-  return std::bit_cast<float>((bits & ~(tiny | huge)) | (kInfBits & huge));
-}
-
-// exp for the kernels below: the vectorisable float version, std::exp for double (the f64
-// path is the precise reference that gradient checks run in).
+// exp for the kernels below: vecmath's vectorisable float version (glibc's expf is a scalar
+// call, and the exp pass dominates softmax: f32 softmax rows 3.0 -> 1.3 ns per element with
+// SSE2 code), 0 where the result would be subnormal, so that softmax does not depend on the
+// thread's FTZ mode; std::exp for double (the f64 path is the precise reference that gradient
+// checks run in).
 template <typename T>
 inline T exp_of(T x) {
   if constexpr (std::is_same_v<T, float>) {
-    return exp_f32(x);
+    return vecmath::exp_flush_to_zero(x);
   } else {
     return std::exp(x);
   }
