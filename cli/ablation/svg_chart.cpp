@@ -15,6 +15,14 @@ namespace {
 constexpr const char* kPalette[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00",
                                     "#56b4e9", "#000000", "#8c564b", "#7f7f7f", "#bcbd22"};
 constexpr int kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
+// Past the palette, colours repeat with a dash pattern per cycle so every series stays distinct.
+constexpr const char* kDashes[] = {"", " stroke-dasharray=\"7 4\"", " stroke-dasharray=\"2 3\"",
+                                   " stroke-dasharray=\"9 3 2 3\""};
+constexpr int kDashCount = sizeof(kDashes) / sizeof(kDashes[0]);
+
+const char* dash_of(size_t series_index) {
+  return kDashes[(series_index / kPaletteSize) % kDashCount];
+}
 
 constexpr double kLeft = 72, kTop = 44, kBottom = 56, kLegendWidth = 230;
 
@@ -265,8 +273,8 @@ std::string render_line_chart(const ChartOptions& options, const std::vector<Cha
     if (!d.empty()) d.pop_back();
     svg += fmt::format(
         "<path class=\"line\" data-series=\"{}\" d=\"{}\" fill=\"none\" stroke=\"{}\" "
-        "stroke-width=\"2\"/>\n",
-        xml_escape(s.name), d.empty() ? "M0 0" : d, colour);
+        "stroke-width=\"2\"{}/>\n",
+        xml_escape(s.name), d.empty() ? "M0 0" : d, colour, dash_of(i));
     svg += points;
   }
 
@@ -274,8 +282,10 @@ std::string render_line_chart(const ChartOptions& options, const std::vector<Cha
   for (size_t i = 0; i < series.size(); ++i) {
     const double y = kTop + 8 + 20 * static_cast<double>(i);
     svg += fmt::format(
-        "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"3\"/>\n",
-        number(plot_right + 14), number(y), number(plot_right + 38), kPalette[i % kPaletteSize]);
+        "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" "
+        "stroke-width=\"3\"{4}/>\n",
+        number(plot_right + 14), number(y), number(plot_right + 38), kPalette[i % kPaletteSize],
+        dash_of(i));
     svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", number(plot_right + 44),
                        number(y + 4), xml_escape(series[i].name));
   }

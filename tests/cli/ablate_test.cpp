@@ -555,6 +555,55 @@ TEST(AblationReport, SvgChartHasOneLinePerSeriesAndEscapesText) {
   EXPECT_EQ(nice_ticks(0, 10), (std::vector<double>{0, 2, 4, 6, 8, 10}));
 }
 
+// Twelve series (the P ablation) on a shorter palette: every line's (colour, dash) pair
+// differs, a colour's first series is solid and its repeats dashed, and the legend draws each
+// series the way its line is drawn.
+TEST(AblationReport, SvgChartKeepsSeriesDistinctPastThePalette) {
+  ChartOptions options;
+  std::vector<ChartSeries> series;
+  for (int i = 0; i < 12; ++i) {
+    std::string name("s");  // built in steps: GCC 12 warns (-Wrestrict) on "s" + to_string(i)
+    name += std::to_string(i);
+    series.push_back(ChartSeries{name, {1, 2}, {1.0 + i, 2.0 + i}, {}, {}});
+  }
+  const std::string svg = render_line_chart(options, series);
+  expect_well_formed_svg(svg, "chart");
+  // An element's value of attribute `name` ("" when absent).
+  auto attribute = [](const std::string& element, const std::string& name) {
+    std::string key(" ");
+    key += name;
+    key += "=\"";
+    const size_t at = element.find(key);
+    if (at == std::string::npos) return std::string();
+    const size_t begin = at + key.size();
+    return element.substr(begin, element.find('"', begin) - begin);
+  };
+  auto elements = [&](const std::string& opening, size_t from) {
+    std::vector<std::string> found;
+    for (size_t pos = from; (pos = svg.find(opening, pos)) != std::string::npos; ++pos) {
+      found.push_back(svg.substr(pos, svg.find('>', pos) - pos + 1));
+    }
+    return found;
+  };
+  const std::vector<std::string> lines = elements("<path class=\"line\"", 0);
+  const std::vector<std::string> legend = elements("<line ", svg.find("<g class=\"legend\">"));
+  ASSERT_EQ(lines.size(), 12u);
+  ASSERT_EQ(legend.size(), 12u);
+  std::set<std::pair<std::string, std::string>> styles;
+  std::set<std::string> colours_seen;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string colour = attribute(lines[i], "stroke");
+    const std::string dash = attribute(lines[i], "stroke-dasharray");
+    EXPECT_EQ(dash.empty(), !colours_seen.contains(colour)) << i;
+    colours_seen.insert(colour);
+    styles.insert({colour, dash});
+    EXPECT_EQ(attribute(legend[i], "stroke"), colour) << i;
+    EXPECT_EQ(attribute(legend[i], "stroke-dasharray"), dash) << i;
+  }
+  EXPECT_EQ(styles.size(), 12u);
+  EXPECT_LT(colours_seen.size(), 12u);  // the palette did run out, so dashes were needed
+}
+
 TEST(AblationSubprocess, QuotesArgumentsForTheShell) {
   EXPECT_EQ(shell_quote("model.layers=6"), "model.layers=6");
   EXPECT_EQ(shell_quote("model.position={none {}}"), "'model.position={none {}}'");
