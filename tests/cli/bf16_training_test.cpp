@@ -1,6 +1,5 @@
 // bf16 mixed precision end to end: train.dtype BF16 trains close to (not equal to) f32, eval and
 // generate use it, `rota bench train --dtype` with MFU, the portable path on an AVX2-only oneDNN.
-#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
@@ -21,6 +20,7 @@
 #include "framework/autograd/precision.h"
 #include "recipes/recipe_error.h"
 #include "tests/io/io_test_util.h"
+#include "tests/support/program.h"
 
 namespace rota::cli {
 namespace {
@@ -253,24 +253,13 @@ TEST(Bf16Bench, CeilingMeasuresTheRequestedSizesWithinItsBudget) {
 // ---- the built `rota` program ----
 
 std::string rota() {
-  return (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "rota").string();
+  return ::rota::testing::built_rota();
 }
 
-struct Result {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = ::rota::testing::CommandResult;
 
 Result run(const std::string& command_line) {
-  Result result;
-  FILE* pipe = ::popen((command_line + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return ::rota::testing::run_command(command_line);
 }
 
 size_t count_of(const std::string& text, const std::string& what) {

@@ -1,5 +1,4 @@
 // The built `rota` program keeps the CLI contract: exit 0 / 1 / 2, errors on stderr, --help.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,31 +8,20 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/program.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-// The `rota` next to the tests/ directory of this build.
 std::string rota() {
-  return (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "rota").string();
+  return rota::testing::built_rota();
 }
 
-struct Result {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = rota::testing::CommandResult;
 
 Result run(const std::string& arguments) {
-  Result result;
-  const std::string command = rota() + " " + arguments + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return rota::testing::run_command(rota() + " " + arguments);
 }
 
 const std::string kTiny = std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb";

@@ -1,0 +1,28 @@
+// Running the built `rota` program from tests (see program.h).
+#include "tests/support/program.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace rota::testing {
+
+std::string built_rota() {
+  namespace fs = std::filesystem;
+  return (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "rota").string();
+}
+
+CommandResult run_command(const std::string& command_line) {
+  CommandResult result;
+  FILE* pipe = ::popen((command_line + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+}  // namespace rota::testing

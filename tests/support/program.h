@@ -1,0 +1,21 @@
+// Running the built `rota` program from tests: where it is, and a command's exit code and output.
+#pragma once
+
+#include <string>
+
+namespace rota::testing {
+
+/// The `rota` executable of this build: next to the tests/ directory of the running test.
+std::string built_rota();
+
+/// What a shell command printed (stdout and stderr together) and its exit code (-1 when it did
+/// not exit normally or could not be started).
+struct CommandResult {
+  int code = -1;
+  std::string output;
+};
+
+/// Runs `command_line` through the shell with stderr folded into stdout.
+CommandResult run_command(const std::string& command_line);
+
+}  // namespace rota::testing
