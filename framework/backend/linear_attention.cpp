@@ -1,4 +1,5 @@
-// Linear attention kernels: per (batch, head) slice, OpenMP across slices, simd along D.
+// Linear attention kernels: per (batch, head) slice, OpenMP across slices, block products
+// (small_gemm) inside a slice.
 #include "framework/backend/linear_attention.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 
 #include "framework/backend/dispatch.h"
 #include "framework/backend/parallel.h"
+#include "framework/backend/small_gemm.h"
 
 namespace rota::backend {
 
@@ -65,61 +67,140 @@ inline void outer_accumulate(T* m, const T* a, const T* b, int64_t f, int64_t d)
   for (int64_t r = 0; r < f; ++r) axpy_row(m + r * d, a[r], b, d);
 }
 
-// M[F, D] += w · a[F]ᵀ b[D]
+// ---- Block products (small_gemm: register-tiled, cache-resident) ----
+
+// Rows of the intra-chunk products handled at once: the score block is [kRowBlock, ≤ C].
+constexpr int64_t kRowBlock = 64;
+
+// C[M, N] (+)= A[M, K]·B[K, N]; A element (i, p) at a[i·ars + p·acs], B and C row-major.
 template <typename T>
-inline void scaled_outer_accumulate(T* m, T w, const T* a, const T* b, int64_t f, int64_t d) {
-  for (int64_t r = 0; r < f; ++r) axpy_row(m + r * d, w * a[r], b, d);
+inline void block_product(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,
+                          const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate) {
+  small_gemm::GemmArgs<T> args;
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.a = a;
+  args.a_row_stride = ars;
+  args.a_col_stride = acs;
+  args.b = b;
+  args.ldb = ldb;
+  args.c = c;
+  args.ldc = ldc;
+  args.accumulate = accumulate;
+  small_gemm::gemm(args);
 }
 
-// out[F] += M[F, D] · y[D]  (i.e. y · Mᵀ)
+// Causal mask and decay of a score block: rows i = i0 + r, columns j = j0 + col (row-major,
+// [rows, cols], ld = cols); keeps j ≤ i (lower = true) or j ≥ i (lower = false, the transposed
+// block of the backward) and multiplies by γ^|i−j| when pw is set.
 template <typename T>
-inline void matrix_times_row(T* out, const T* m, const T* y, int64_t f, int64_t d) {
-  for (int64_t r = 0; r < f; ++r) out[r] += dot_row(m + r * d, y, d);
+void mask_scores(T* scores, int64_t rows, int64_t cols, int64_t i0, int64_t j0, bool lower,
+                 const T* pw) {
+  for (int64_t r = 0; r < rows; ++r) {
+    T* row = scores + r * cols;
+    const int64_t i = i0 + r;
+    for (int64_t col = 0; col < cols; ++col) {
+      const int64_t j = j0 + col;
+      const bool keep = lower ? j <= i : j >= i;
+      if (!keep) {
+        row[col] = T(0);
+      } else if (pw) {
+        row[col] *= pw[lower ? i - j : j - i];
+      }
+    }
+  }
 }
+
+// out[r, :] += scale(r) · add[r, :] for rows r of [rows, width] blocks (ld = width).
+template <typename T, typename Scale>
+void add_scaled_rows(T* out, const T* add, int64_t rows, int64_t width, Scale scale) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T w = scale(r);
+#pragma omp simd
+    for (int64_t x = 0; x < width; ++x) out[r * width + x] += w * add[r * width + x];
+  }
+}
+
+// Per-thread scratch of the chunked kernels, sized for chunk C, features F and values D.
+template <typename T>
+struct ChunkScratch {
+  std::vector<T> state;        // S or R: [F, D]
+  std::vector<T> state_t;      // its transpose: [D, F]
+  std::vector<T> packed_a;     // a chunk of one input transposed: [max(F, D), C]
+  std::vector<T> packed_b;     // a chunk of another input transposed: [max(F, D), C]
+  std::vector<T> scores;       // [kRowBlock, C]
+  std::vector<T> inter;        // inter-chunk term of a row block: [kRowBlock, max(F, D)]
+  std::vector<T> scaled_rows;  // a decay-weighted chunk of one input: [C, F]
+
+  ChunkScratch(const AttentionDims& s, int64_t chunk) {
+    const int64_t c = std::min(chunk, std::max<int64_t>(s.n, 1));
+    const int64_t w = std::max(s.f, s.d);
+    state.resize(s.f * s.d);
+    state_t.resize(s.f * s.d);
+    packed_a.resize(w * c);
+    packed_b.resize(w * c);
+    scores.resize(kRowBlock * c);
+    inter.resize(kRowBlock * w);
+    scaled_rows.resize(c * s.f);
+  }
+};
 
 // Moves the key state past chunk [c0, c1): S = γ^(c1−c0) S + Σ_{c0≤j<c1} γ^(c1−1−j) k_jᵀ v_j
 // (γ = 1 without decay). Shared by the forward pass and the backward's forward sweep.
 // state: [F, D]; k: [N, F]; v: [N, D]; pw: powers γ^0..γ^C or null.
 template <typename T>
 void advance_key_state(T* state, const T* k, const T* v, int64_t c0, int64_t c1,
-                       const AttentionDims& s, const T* pw) {
+                       const AttentionDims& s, const T* pw, T* scaled_rows) {
+  const int64_t len = c1 - c0;
+  const T* keys = k + c0 * s.f;  // [len, F], read transposed as the [F, len] left operand
   if (pw) {
-    for (int64_t x = 0; x < s.f * s.d; ++x) state[x] *= pw[c1 - c0];
-  }
-  for (int64_t j = c0; j < c1; ++j) {
-    if (pw) {
-      scaled_outer_accumulate(state, pw[c1 - 1 - j], k + j * s.f, v + j * s.d, s.f, s.d);
-    } else {
-      outer_accumulate(state, k + j * s.f, v + j * s.d, s.f, s.d);
+    for (int64_t x = 0; x < s.f * s.d; ++x) state[x] *= pw[len];
+    for (int64_t j = 0; j < len; ++j) {
+      const T w = pw[len - 1 - j];
+      for (int64_t x = 0; x < s.f; ++x) scaled_rows[j * s.f + x] = w * keys[j * s.f + x];
     }
+    keys = scaled_rows;
   }
+  // S[F, D] += keysᵀ[F, len] · V_c[len, D]
+  block_product(s.f, s.d, len, keys, 1, s.f, v + c0 * s.d, s.d, state, s.d, true);
 }
 
-// One slice of the causal forward. q, k: [N, F], v, o: [N, D]; state: [F, D] scratch.
+// One slice of the causal forward. q, k: [N, F], v, o: [N, D].
 // With a decay γ the weights become γ^(i−j): o_i = Σ_{j≤i} γ^(i−j) (q_i·k_j) v_j. The state
 // then holds S = Σ_{j<c0} γ^(c0−1−j) k_jᵀ v_j, so every power stays ≤ 1 (no overflow).
 // pw: [C+1] powers γ^0..γ^C.
 template <typename T>
-void causal_forward_slice(const T* q, const T* k, const T* v, T* o, T* state,
+void causal_forward_slice(const T* q, const T* k, const T* v, T* o, ChunkScratch<T>& w,
                           const AttentionDims& s, int64_t chunk, const T* pw) {
+  T* state = w.state.data();
   std::fill(state, state + s.f * s.d, T(0));
-  std::fill(o, o + s.n * s.d, T(0));
   for (int64_t c0 = 0; c0 < s.n; c0 += chunk) {
     const int64_t c1 = std::min(s.n, c0 + chunk);
-    for (int64_t i = c0; i < c1; ++i) {
-      T* oi = o + i * s.d;
-      // Inter-chunk: o_i = γ^(i−c0+1) q_i S (S holds every key before this chunk).
-      row_times_matrix(oi, q + i * s.f, state, s.f, s.d);
+    const int64_t len = c1 - c0;
+    small_gemm::transpose_into(k + c0 * s.f, len, s.f, s.f, w.packed_a.data());  // K_cᵀ [F, len]
+    for (int64_t i0 = c0; i0 < c1; i0 += kRowBlock) {
+      const int64_t i1 = std::min(c1, i0 + kRowBlock);
+      const int64_t rows = i1 - i0;
+      const int64_t cols = i1 - c0;  // keys c0..i1−1 can be seen by these rows
+      T* scores = w.scores.data();
+      // Scores[rows, cols] = Q[i0:i1] · K[c0:i1]ᵀ, masked to j ≤ i, weighted γ^(i−j).
+      block_product(rows, cols, s.f, q + i0 * s.f, s.f, 1, w.packed_a.data(), len, scores, cols,
+                    false);
+      mask_scores(scores, rows, cols, i0, c0, true, pw);
+      // O[i0:i1] = Scores · V[c0:i1]
+      block_product(rows, s.d, cols, scores, cols, 1, v + c0 * s.d, s.d, o + i0 * s.d, s.d, false);
+      if (c0 == 0) continue;  // no earlier keys
+      // Inter-chunk: o_i += γ^(i−c0+1) q_i S.
       if (pw) {
-        for (int64_t x = 0; x < s.d; ++x) oi[x] *= pw[i - c0 + 1];
-      }
-      // Intra-chunk: o_i += Σ_{c0≤j≤i} γ^(i−j) (q_i·k_j) v_j.
-      for (int64_t j = c0; j <= i; ++j) {
-        const T w = pw ? pw[i - j] : T(1);
-        axpy_row(oi, w * dot_row(q + i * s.f, k + j * s.f, s.f), v + j * s.d, s.d);
+        block_product(rows, s.d, s.f, q + i0 * s.f, s.f, 1, state, s.d, w.inter.data(), s.d, false);
+        add_scaled_rows(o + i0 * s.d, w.inter.data(), rows, s.d,
+                        [&](int64_t r) { return pw[i0 + r - c0 + 1]; });
+      } else {
+        block_product(rows, s.d, s.f, q + i0 * s.f, s.f, 1, state, s.d, o + i0 * s.d, s.d, true);
       }
     }
-    advance_key_state(state, k, v, c0, c1, s, pw);
+    advance_key_state(state, k, v, c0, c1, s, pw, w.scaled_rows.data());
   }
 }
 
@@ -129,26 +210,39 @@ void causal_forward_slice(const T* q, const T* k, const T* v, T* o, T* state,
 // and dv_j = γ^(c1−j) k_j R + Σ_{j≤i<c1} γ^(i−j)(q_i·k_j) g_i.
 template <typename T>
 void causal_backward_slice(const T* q, const T* k, const T* v, const T* g, T* dq, T* dk, T* dv,
-                           T* state, const AttentionDims& s, int64_t chunk, const T* pw) {
-  std::fill(dq, dq + s.n * s.f, T(0));
-  std::fill(dk, dk + s.n * s.f, T(0));
-  std::fill(dv, dv + s.n * s.d, T(0));
-  // Forward sweep for dq.
+                           ChunkScratch<T>& w, const AttentionDims& s, int64_t chunk, const T* pw) {
+  T* scores = w.scores.data();
+  T* state = w.state.data();
+  // Forward sweep for dq, rebuilding S chunk by chunk.
   std::fill(state, state + s.f * s.d, T(0));
   for (int64_t c0 = 0; c0 < s.n; c0 += chunk) {
     const int64_t c1 = std::min(s.n, c0 + chunk);
-    for (int64_t i = c0; i < c1; ++i) {
-      T* dqi = dq + i * s.f;
-      matrix_times_row(dqi, state, g + i * s.d, s.f, s.d);
+    const int64_t len = c1 - c0;
+    small_gemm::transpose_into(v + c0 * s.d, len, s.d, s.d, w.packed_a.data());  // V_cᵀ [D, len]
+    if (c0 > 0) small_gemm::transpose_into(state, s.f, s.d, s.d, w.state_t.data());  // Sᵀ [D, F]
+    for (int64_t i0 = c0; i0 < c1; i0 += kRowBlock) {
+      const int64_t i1 = std::min(c1, i0 + kRowBlock);
+      const int64_t rows = i1 - i0;
+      const int64_t cols = i1 - c0;
+      // dScores[rows, cols] = dO[i0:i1] · V[c0:i1]ᵀ, masked and weighted like the scores.
+      block_product(rows, cols, s.d, g + i0 * s.d, s.d, 1, w.packed_a.data(), len, scores, cols,
+                    false);
+      mask_scores(scores, rows, cols, i0, c0, true, pw);
+      // dQ[i0:i1] = dScores · K[c0:i1]
+      block_product(rows, s.f, cols, scores, cols, 1, k + c0 * s.f, s.f, dq + i0 * s.f, s.f, false);
+      if (c0 == 0) continue;
+      // dq_i += γ^(i−c0+1) g_i Sᵀ
       if (pw) {
-        for (int64_t x = 0; x < s.f; ++x) dqi[x] *= pw[i - c0 + 1];
-      }
-      for (int64_t j = c0; j <= i; ++j) {
-        const T w = pw ? pw[i - j] : T(1);
-        axpy_row(dqi, w * dot_row(g + i * s.d, v + j * s.d, s.d), k + j * s.f, s.f);
+        block_product(rows, s.f, s.d, g + i0 * s.d, s.d, 1, w.state_t.data(), s.f, w.inter.data(),
+                      s.f, false);
+        add_scaled_rows(dq + i0 * s.f, w.inter.data(), rows, s.f,
+                        [&](int64_t r) { return pw[i0 + r - c0 + 1]; });
+      } else {
+        block_product(rows, s.f, s.d, g + i0 * s.d, s.d, 1, w.state_t.data(), s.f, dq + i0 * s.f,
+                      s.f, true);
       }
     }
-    advance_key_state(state, k, v, c0, c1, s, pw);
+    advance_key_state(state, k, v, c0, c1, s, pw, w.scaled_rows.data());
   }
   // Reverse sweep with R = Σ_{t in later chunks} γ^(t−c1) q_tᵀ g_t: [F, D].
   T* r = state;
@@ -156,32 +250,52 @@ void causal_backward_slice(const T* q, const T* k, const T* v, const T* g, T* dq
   const int64_t last = ((s.n - 1) / chunk) * chunk;
   for (int64_t c0 = last; c0 >= 0; c0 -= chunk) {
     const int64_t c1 = std::min(s.n, c0 + chunk);
-    for (int64_t j = c0; j < c1; ++j) {
-      T* dkj = dk + j * s.f;
-      T* dvj = dv + j * s.d;
-      matrix_times_row(dkj, r, v + j * s.d, s.f, s.d);
-      row_times_matrix(dvj, k + j * s.f, r, s.f, s.d);
+    const int64_t len = c1 - c0;
+    const bool later = c1 < s.n;                                                 // R is non-zero
+    small_gemm::transpose_into(g + c0 * s.d, len, s.d, s.d, w.packed_a.data());  // G_cᵀ [D, len]
+    small_gemm::transpose_into(q + c0 * s.f, len, s.f, s.f, w.packed_b.data());  // Q_cᵀ [F, len]
+    if (later) small_gemm::transpose_into(r, s.f, s.d, s.d, w.state_t.data());   // Rᵀ [D, F]
+    for (int64_t j0 = c0; j0 < c1; j0 += kRowBlock) {
+      const int64_t j1 = std::min(c1, j0 + kRowBlock);
+      const int64_t rows = j1 - j0;
+      const int64_t cols = c1 - j0;  // queries j0..c1−1 can see these keys
+      // dScoresᵀ[rows, cols] = V[j0:j1] · dO[j0:c1]ᵀ, kept for i ≥ j, weighted γ^(i−j).
+      block_product(rows, cols, s.d, v + j0 * s.d, s.d, 1, w.packed_a.data() + (j0 - c0), len,
+                    scores, cols, false);
+      mask_scores(scores, rows, cols, j0, j0, false, pw);
+      // dK[j0:j1] = dScoresᵀ · Q[j0:c1]
+      block_product(rows, s.f, cols, scores, cols, 1, q + j0 * s.f, s.f, dk + j0 * s.f, s.f, false);
+      // Scoresᵀ[rows, cols] = K[j0:j1] · Q[j0:c1]ᵀ, same mask.
+      block_product(rows, cols, s.f, k + j0 * s.f, s.f, 1, w.packed_b.data() + (j0 - c0), len,
+                    scores, cols, false);
+      mask_scores(scores, rows, cols, j0, j0, false, pw);
+      // dV[j0:j1] = Scoresᵀ · dO[j0:c1]
+      block_product(rows, s.d, cols, scores, cols, 1, g + j0 * s.d, s.d, dv + j0 * s.d, s.d, false);
+      if (!later) continue;
+      // dk_j += γ^(c1−j) v_j Rᵀ and dv_j += γ^(c1−j) k_j R.
       if (pw) {
-        for (int64_t x = 0; x < s.f; ++x) dkj[x] *= pw[c1 - j];
-        for (int64_t x = 0; x < s.d; ++x) dvj[x] *= pw[c1 - j];
-      }
-      for (int64_t i = j; i < c1; ++i) {
-        const T w = pw ? pw[i - j] : T(1);
-        axpy_row(dkj, w * dot_row(g + i * s.d, v + j * s.d, s.d), q + i * s.f, s.f);
-        axpy_row(dvj, w * dot_row(q + i * s.f, k + j * s.f, s.f), g + i * s.d, s.d);
+        const auto weight = [&](int64_t x) { return pw[c1 - (j0 + x)]; };
+        block_product(rows, s.f, s.d, v + j0 * s.d, s.d, 1, w.state_t.data(), s.f, w.inter.data(),
+                      s.f, false);
+        add_scaled_rows(dk + j0 * s.f, w.inter.data(), rows, s.f, weight);
+        block_product(rows, s.d, s.f, k + j0 * s.f, s.f, 1, r, s.d, w.inter.data(), s.d, false);
+        add_scaled_rows(dv + j0 * s.d, w.inter.data(), rows, s.d, weight);
+      } else {
+        block_product(rows, s.f, s.d, v + j0 * s.d, s.d, 1, w.state_t.data(), s.f, dk + j0 * s.f,
+                      s.f, true);
+        block_product(rows, s.d, s.f, k + j0 * s.f, s.f, 1, r, s.d, dv + j0 * s.d, s.d, true);
       }
     }
     // R = γ^(c1−c0) R + Σ_{c0≤i<c1} γ^(i−c0) q_iᵀ g_i.
+    const T* queries = q + c0 * s.f;  // [len, F], read transposed
     if (pw) {
-      for (int64_t x = 0; x < s.f * s.d; ++x) r[x] *= pw[c1 - c0];
-    }
-    for (int64_t i = c0; i < c1; ++i) {
-      if (pw) {
-        scaled_outer_accumulate(r, pw[i - c0], q + i * s.f, g + i * s.d, s.f, s.d);
-      } else {
-        outer_accumulate(r, q + i * s.f, g + i * s.d, s.f, s.d);
+      for (int64_t x = 0; x < s.f * s.d; ++x) r[x] *= pw[len];
+      for (int64_t i = 0; i < len; ++i) {
+        for (int64_t x = 0; x < s.f; ++x) w.scaled_rows[i * s.f + x] = pw[i] * queries[i * s.f + x];
       }
+      queries = w.scaled_rows.data();
     }
+    block_product(s.f, s.d, len, queries, 1, s.f, g + c0 * s.d, s.d, r, s.d, true);
   }
 }
 
@@ -222,11 +336,11 @@ Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, c
     const std::vector<T> powers = decay_powers<T>(op, decay, q, chunk_size);
     const int64_t heads = powers.empty() ? 1 : q.size(1);
     parallel_for(s.groups, s.n * (s.f + 1) * (s.d + 1), [&](int64_t g0, int64_t g1) {
-      std::vector<T> state(s.f * s.d);
+      ChunkScratch<T> scratch(s, chunk_size);
       for (int64_t g = g0; g < g1; ++g) {
         const T* pw = powers.empty() ? nullptr : powers.data() + (g % heads) * (chunk_size + 1);
         causal_forward_slice(pq + g * s.n * s.f, pk + g * s.n * s.f, pv + g * s.n * s.d,
-                             po + g * s.n * s.d, state.data(), s, chunk_size, pw);
+                             po + g * s.n * s.d, scratch, s, chunk_size, pw);
       }
     });
   });
@@ -251,7 +365,7 @@ LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const 
     const std::vector<T> powers = decay_powers<T>(op, decay, q, chunk_size);
     const int64_t heads = powers.empty() ? 1 : q.size(1);
     parallel_for(s.groups, 2 * s.n * (s.f + 1) * (s.d + 1), [&](int64_t g0, int64_t g1) {
-      std::vector<T> state(s.f * s.d);
+      ChunkScratch<T> scratch(s, chunk_size);
       for (int64_t gi = g0; gi < g1; ++gi) {
         const T* pw = powers.empty() ? nullptr : powers.data() + (gi % heads) * (chunk_size + 1);
         const int64_t qo = gi * s.n * s.f;
@@ -259,7 +373,7 @@ LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const 
         causal_backward_slice(q.data<T>() + qo, k.data<T>() + qo, v.data<T>() + vo,
                               g.data<T>() + vo, grads.dq.template data<T>() + qo,
                               grads.dk.template data<T>() + qo, grads.dv.template data<T>() + vo,
-                              state.data(), s, chunk_size, pw);
+                              scratch, s, chunk_size, pw);
       }
     });
   });
@@ -314,6 +428,16 @@ std::vector<T> mask_values(const Tensor& key_mask, const Tensor& q, const char* 
   return m;
 }
 
+// rows[N, W] with the rows of masked-out keys (m_t = 0) zeroed, written to out; returns out.
+template <typename T>
+const T* masked_rows(const T* rows, const T* m, int64_t n, int64_t width, T* out) {
+  for (int64_t t = 0; t < n; ++t) {
+    const bool keep = m[t] != T(0);  // a padded row's values (even inf or NaN) never enter
+    for (int64_t x = 0; x < width; ++x) out[t * width + x] = keep ? rows[t * width + x] : T(0);
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor bidirectional_linear_attention_forward(const Tensor& q_in, const Tensor& k_in,
@@ -330,22 +454,21 @@ Tensor bidirectional_linear_attention_forward(const Tensor& q_in, const Tensor& 
     const int64_t heads = mask.empty() ? 1 : q.size(1);
     parallel_for(s.groups, 2 * s.n * s.f * s.d, [&](int64_t g0, int64_t g1) {
       std::vector<T> kv(s.f * s.d);
+      std::vector<T> masked_keys(mask.empty() ? 0 : s.n * s.f);
+      std::vector<T> masked_values(mask.empty() ? 0 : s.n * s.d);
       for (int64_t gi = g0; gi < g1; ++gi) {
         const T* pq = q.data<T>() + gi * s.n * s.f;
         const T* pk = k.data<T>() + gi * s.n * s.f;
         const T* pv = v.data<T>() + gi * s.n * s.d;
         T* po = o.data<T>() + gi * s.n * s.d;
-        const T* m = mask.empty() ? nullptr : mask.data() + (gi / heads) * s.n;
-        // KV = Σ_t m_t k_tᵀ v_t : [F, D]
-        std::fill(kv.begin(), kv.end(), T(0));
-        for (int64_t t = 0; t < s.n; ++t) {
-          if (m && m[t] == T(0)) continue;
-          outer_accumulate(kv.data(), pk + t * s.f, pv + t * s.d, s.f, s.d);
+        if (!mask.empty()) {  // padded rows zeroed in both: diag(m) K and diag(m) V
+          const T* m = mask.data() + (gi / heads) * s.n;
+          pk = masked_rows(pk, m, s.n, s.f, masked_keys.data());
+          pv = masked_rows(pv, m, s.n, s.d, masked_values.data());
         }
-        // o_t = q_t KV
-        std::fill(po, po + s.n * s.d, T(0));
-        for (int64_t t = 0; t < s.n; ++t)
-          row_times_matrix(po + t * s.d, pq + t * s.f, kv.data(), s.f, s.d);
+        // KV[F, D] = Kᵀ diag(m) V, then O[N, D] = Q KV.
+        block_product(s.f, s.d, s.n, pk, 1, s.f, pv, s.d, kv.data(), s.d, false);
+        block_product(s.n, s.d, s.f, pq, s.f, 1, kv.data(), s.d, po, s.d, false);
       }
     });
   });
@@ -363,7 +486,7 @@ LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q_in,
   const Tensor k = k_in.contiguous();
   const Tensor v = v_in.contiguous();
   const Tensor g = g_in.contiguous();
-  LinearAttentionGrads grads{zeros_like(q), zeros_like(k), zeros_like(v)};
+  LinearAttentionGrads grads{empty_like(q), empty_like(k), empty_like(v)};
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const std::vector<T> mask = mask_values<T>(key_mask, q, op);
@@ -371,6 +494,9 @@ LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q_in,
     parallel_for(s.groups, 4 * s.n * s.f * s.d, [&](int64_t g0, int64_t g1) {
       std::vector<T> kv(s.f * s.d);
       std::vector<T> dkv(s.f * s.d);
+      std::vector<T> transposed(s.f * s.d);
+      std::vector<T> masked_keys(mask.empty() ? 0 : s.n * s.f);
+      std::vector<T> masked_values(mask.empty() ? 0 : s.n * s.d);
       for (int64_t gi = g0; gi < g1; ++gi) {
         const int64_t qo = gi * s.n * s.f;
         const int64_t vo = gi * s.n * s.d;
@@ -382,17 +508,24 @@ LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q_in,
         T* dk = grads.dk.template data<T>() + qo;
         T* dv = grads.dv.template data<T>() + vo;
         const T* m = mask.empty() ? nullptr : mask.data() + (gi / heads) * s.n;
-        std::fill(kv.begin(), kv.end(), T(0));
-        std::fill(dkv.begin(), dkv.end(), T(0));
-        for (int64_t t = 0; t < s.n; ++t) {
-          if (!m || m[t] != T(0)) outer_accumulate(kv.data(), pk + t * s.f, pv + t * s.d, s.f, s.d);
-          outer_accumulate(dkv.data(), pq + t * s.f, pg + t * s.d, s.f, s.d);  // dKV = Qᵀ dO
-        }
-        for (int64_t t = 0; t < s.n; ++t) {
-          matrix_times_row(dq + t * s.f, kv.data(), pg + t * s.d, s.f, s.d);  // dO KVᵀ
-          if (m && m[t] == T(0)) continue;  // padded keys get no gradient
-          matrix_times_row(dk + t * s.f, dkv.data(), pv + t * s.d, s.f, s.d);  // V dKVᵀ
-          row_times_matrix(dv + t * s.d, pk + t * s.f, dkv.data(), s.f, s.d);  // K dKV
+        const T* keys = m ? masked_rows(pk, m, s.n, s.f, masked_keys.data()) : pk;
+        const T* values = m ? masked_rows(pv, m, s.n, s.d, masked_values.data()) : pv;
+        // KV[F, D] = Kᵀ diag(m) V and dKV[F, D] = Qᵀ dO.
+        block_product(s.f, s.d, s.n, keys, 1, s.f, values, s.d, kv.data(), s.d, false);
+        block_product(s.f, s.d, s.n, pq, 1, s.f, pg, s.d, dkv.data(), s.d, false);
+        // dQ[N, F] = dO KVᵀ
+        small_gemm::transpose_into(kv.data(), s.f, s.d, s.d, transposed.data());
+        block_product(s.n, s.f, s.d, pg, s.d, 1, transposed.data(), s.f, dq, s.f, false);
+        // dK[N, F] = diag(m) V dKVᵀ and dV[N, D] = diag(m) K dKV.
+        small_gemm::transpose_into(dkv.data(), s.f, s.d, s.d, transposed.data());
+        block_product(s.n, s.f, s.d, pv, s.d, 1, transposed.data(), s.f, dk, s.f, false);
+        block_product(s.n, s.d, s.f, keys, s.f, 1, dkv.data(), s.d, dv, s.d, false);
+        if (m) {  // padded keys get no gradient
+          for (int64_t t = 0; t < s.n; ++t) {
+            if (m[t] != T(0)) continue;
+            std::fill(dk + t * s.f, dk + (t + 1) * s.f, T(0));
+            std::fill(dv + t * s.d, dv + (t + 1) * s.d, T(0));
+          }
         }
       }
     });

@@ -2,7 +2,9 @@
 // run time from what the CPU supports.
 #include "framework/backend/vector_math.h"
 
+#include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "framework/tensor/error.h"
 
@@ -232,9 +234,21 @@ bool isa_supported(Isa isa) {
 #endif
 }
 
+Isa max_isa_from_environment() {
+  const char* value = std::getenv("ROTA_MAX_CPU_ISA");
+  if (value == nullptr || *value == '\0') return Isa::kAvx512;
+  const std::string name(value);
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+    if (name == isa_name(isa)) return isa;
+  }
+  ROTA_CHECK(false, "ROTA_MAX_CPU_ISA={}: expected portable, avx2 or avx512", name);
+  return Isa::kAvx512;
+}
+
 Isa best_isa() {
-  if (isa_supported(Isa::kAvx512)) return Isa::kAvx512;
-  if (isa_supported(Isa::kAvx2)) return Isa::kAvx2;
+  const Isa cap = max_isa_from_environment();
+  if (cap >= Isa::kAvx512 && isa_supported(Isa::kAvx512)) return Isa::kAvx512;
+  if (cap >= Isa::kAvx2 && isa_supported(Isa::kAvx2)) return Isa::kAvx2;
   return Isa::kPortable;
 }
 

@@ -177,7 +177,10 @@ enum class Isa { kPortable, kAvx2, kAvx512 };
 const char* isa_name(Isa isa);
 /// True when this CPU (and OS) can run the kernels built for isa.
 bool isa_supported(Isa isa);
-/// The widest supported instruction set: what kernels() uses.
+/// The widest supported instruction set, capped by the environment variable ROTA_MAX_CPU_ISA
+/// (portable, avx2 or avx512; like oneDNN's DNNL_MAX_CPU_ISA) when set: what kernels() and
+/// the other run-time dispatched kernels use. An unknown value is an error.
+Isa max_isa_from_environment();
 Isa best_isa();
 
 /// f32 kernels over arrays, one build per instruction set. Forward maps: y[i] = f(x[i]);
