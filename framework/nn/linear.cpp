@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "framework/autograd/ops/matmul.h"
+#include "framework/autograd/ops/shape.h"
 #include "framework/nn/init.h"
 
 namespace rota::nn {
@@ -36,6 +37,30 @@ Variable Linear::forward(const Variable& x) const {
              "Linear: input {} does not end in in_features = {}", shape_str(x.shape()),
              options_.in_features);
   return linear(x, weight_, bias_);
+}
+
+std::vector<Variable> forward_shared_input(const std::vector<const Linear*>& layers,
+                                           const Variable& x) {
+  ROTA_CHECK(!layers.empty(), "forward_shared_input: no layers");
+  if (layers.size() == 1) return {layers[0]->forward(x)};
+  const LinearOptions& first = layers[0]->options();
+  std::vector<Variable> weights, biases;
+  std::vector<int64_t> widths;
+  for (const Linear* layer : layers) {
+    ROTA_CHECK(
+        layer->options().in_features == first.in_features && layer->options().bias == first.bias,
+        "forward_shared_input: layers differ in in_features ({} vs {}) or bias",
+        layer->options().in_features, first.in_features);
+    weights.push_back(layer->weight());
+    if (first.bias) biases.push_back(layer->bias());
+    widths.push_back(layer->options().out_features);
+  }
+  ROTA_CHECK(x.dim() >= 1 && x.size(-1) == first.in_features,
+             "Linear: input {} does not end in in_features = {}", shape_str(x.shape()),
+             first.in_features);
+  // The stacked weight [ΣOut, In] is a small copy per call; its gradient is split back.
+  const Variable y = linear(x, concat(weights, 0), first.bias ? concat(biases, 0) : Variable());
+  return split(y, widths, -1);
 }
 
 }  // namespace rota::nn

@@ -1,6 +1,8 @@
 // Linear layer: y = x Wᵀ + b with PyTorch's weight layout [out, in].
 #pragma once
 
+#include <vector>
+
 #include "framework/nn/module.h"
 #include "framework/tensor/random.h"
 
@@ -31,5 +33,13 @@ class Linear : public Module {
   Variable weight_;
   Variable bias_;
 };
+
+/// Several Linear layers applied to the same x, computed as one product:
+/// [y_1, ..., y_L] = split(x·[W_1; ...; W_L]ᵀ + [b_1; ...; b_L]). Same values as calling each
+/// layer's forward (up to the order oneDNN sums in), but x is read — and, under bf16, rounded —
+/// once, the product is wider, and the backward's dx is one product instead of L plus L−1
+/// additions. The layers must share in_features and all have a bias or none.
+std::vector<Variable> forward_shared_input(const std::vector<const Linear*>& layers,
+                                           const Variable& x);
 
 }  // namespace rota::nn

@@ -130,14 +130,16 @@ Variable LinearAttention::forward(const Variable& x, const Tensor& key_mask, int
   auto split_heads = [&](const Variable& t) {  // [B, N, E] → [B, H, N, D] (a view)
     return permute(reshape(t, {b, n, h, d}), {0, 2, 1, 3});
   };
-  Variable q = features(split_heads(q_proj_->forward(x)), offset);
-  Variable k = features(split_heads(k_proj_->forward(x)), offset);
+  const std::vector<Variable> qkv =
+      forward_shared_input({q_proj_.get(), k_proj_.get(), v_proj_.get()}, x);
+  Variable q = features(split_heads(qkv[0]), offset);
+  Variable k = features(split_heads(qkv[1]), offset);
   const Tensor decay = permute_former_ ? permute_former_->decay(x.dtype()) : Tensor();
   if (permute_former_ && !options_.causal) {
     q = scale_by_decay(q, offset, +1);
     k = scale_by_decay(k, offset, -1);
   }
-  Variable v = split_heads(v_proj_->forward(x));
+  Variable v = split_heads(qkv[2]);
   const bool with_denominator = options_.norm == LinearAttentionNorm::kDenominator;
   if (with_denominator) {
     // One kernel call gives numerator and denominator: attend over [v, 1].

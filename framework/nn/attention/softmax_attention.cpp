@@ -175,9 +175,17 @@ Variable SoftmaxAttention::forward(const Variable& query_input, const Variable& 
   auto split_heads = [&](const Variable& t, int64_t n) {  // [B, N, E] → [B, H, N, D] (a view)
     return permute(reshape(t, {b, n, h, d}), {0, 2, 1, 3});
   };
-  const Variable q = split_heads(q_proj_->forward(query_input), nq);
-  const Variable k = split_heads(k_proj_->forward(key_value_input), nk);
-  const Variable v = split_heads(v_proj_->forward(key_value_input), nk);
+  // Projections of one input share a product: q, k, v for self-attention, k and v otherwise.
+  std::vector<Variable> proj;
+  if (query_input.impl() == key_value_input.impl()) {
+    proj = forward_shared_input({q_proj_.get(), k_proj_.get(), v_proj_.get()}, query_input);
+  } else {
+    proj = forward_shared_input({k_proj_.get(), v_proj_.get()}, key_value_input);
+    proj.insert(proj.begin(), q_proj_->forward(query_input));
+  }
+  const Variable q = split_heads(proj[0], nq);
+  const Variable k = split_heads(proj[1], nk);
+  const Variable v = split_heads(proj[2], nk);
   const Variable o = attend(q, k, v, inputs);  // [B, H, Nq, D]
   return out_proj_->forward(reshape(permute(o, {0, 2, 1, 3}), {b, nq, e}));
 }
