@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 
+#include "framework/backend/convert.h"
 #include "framework/backend/matmul.h"
 
 namespace rota {
@@ -62,7 +63,7 @@ void force_bf16_matmul_emulation(bool emulate) {
 Tensor round_to_bf16_operand(const Tensor& t) {
   ROTA_CHECK(t.dtype() == DType::kF32, "bf16 matmul: operand dtype {} (expected f32)",
              dtype_name(t.dtype()));
-  Tensor rounded = t.to(DType::kBF16);
+  Tensor rounded = backend::to_bf16(t);
   if (bf16_matmul_native()) return rounded;
   if (!g_emulation_reported.exchange(true)) {
     g_warning_handler.load()(

@@ -1,0 +1,54 @@
+// f32 → bf16 array conversion: bit for bit the scalar float_to_bf16 over every sign/exponent/
+// upper-mantissa pattern with the rounding-relevant lower halves (ties, NaN payloads, inf).
+#include "framework/backend/convert.h"
+
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "framework/tensor/random.h"
+
+namespace rota {
+namespace {
+
+float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+TEST(FloatToBf16Array, MatchesTheScalarConversionBitForBit) {
+  // Lower halves around the rounding points: exact, just below/at/above the tie, max.
+  const uint32_t lows[] = {0x0000, 0x0001, 0x7fff, 0x8000, 0x8001, 0xbfff, 0xffff};
+  std::vector<float> src;
+  for (uint32_t high = 0; high <= 0xffff; ++high) {
+    for (uint32_t low : lows) src.push_back(from_bits((high << 16) | low));
+  }
+  std::vector<BF16> dst(src.size());
+  // An odd offset and length: the vector loop's head and tail take part.
+  backend::float_to_bf16_array(src.data() + 1, dst.data() + 1,
+                               static_cast<int64_t>(src.size()) - 2);
+  backend::float_to_bf16_array(src.data(), dst.data(), 1);
+  backend::float_to_bf16_array(src.data() + src.size() - 1, dst.data() + src.size() - 1, 1);
+  for (size_t i = 0; i < src.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &src[i], sizeof(bits));
+    ASSERT_EQ(dst[i].bits, float_to_bf16(src[i]).bits) << std::hex << "input bits 0x" << bits;
+  }
+}
+
+TEST(ToBf16, EqualsTensorToForContiguousAndStridedTensors) {
+  Generator gen(4);
+  const Tensor t = randn({37, 129}, gen, 0, 3);
+  for (const Tensor& x : {t, t.transpose(0, 1), t.narrow(1, 3, 100)}) {
+    const Tensor fast = backend::to_bf16(x);
+    const Tensor reference = x.to(DType::kBF16);
+    ASSERT_EQ(fast.dtype(), DType::kBF16);
+    ASSERT_EQ(fast.shape(), x.shape());
+    EXPECT_EQ(fast.to_double_vector(), reference.to_double_vector());
+  }
+}
+
+}  // namespace
+}  // namespace rota
