@@ -3,6 +3,7 @@
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/ops/elementwise.h"
+#include "framework/autograd/ops/linear_cross_entropy.h"
 #include "framework/autograd/ops/loss.h"
 #include "framework/autograd/ops/matmul.h"
 #include "framework/autograd/ops/reduce.h"
@@ -31,7 +32,10 @@ Variable CausalLm::forward(const Tensor& ids) const {
 }
 
 Variable CausalLm::loss(const Tensor& ids, const Tensor& targets) const {
-  return cross_entropy(forward(ids), targets);
+  // Fused projection + cross-entropy: the [B, N, V] logits of forward() are never formed.
+  const Variable hidden = encoder_->forward(ids);
+  if (lm_head_) return linear_cross_entropy(hidden, lm_head_->weight(), lm_head_->bias(), targets);
+  return linear_cross_entropy(hidden, encoder_->embedding().weight(), Variable(), targets);
 }
 
 Tensor CausalLm::step(const Tensor& ids, EncoderState& state) const {
@@ -47,13 +51,18 @@ MaskedLm::MaskedLm(const ModelOptions& o, Generator& init_gen,
   mlm_bias_ = register_parameter("mlm_bias", zeros({o.vocab_size}, o.dtype));
 }
 
+Variable MaskedLm::hidden(const Tensor& ids, const Tensor& key_mask) const {
+  return mlm_norm_->forward(encoder_->forward(ids, key_mask));
+}
+
 Variable MaskedLm::forward(const Tensor& ids, const Tensor& key_mask) const {
-  const Variable h = mlm_norm_->forward(encoder_->forward(ids, key_mask));
-  return matmul(h, encoder_->embedding().weight(), false, true) + mlm_bias_;
+  return matmul(hidden(ids, key_mask), encoder_->embedding().weight(), false, true) + mlm_bias_;
 }
 
 Variable MaskedLm::loss(const Tensor& ids, const Tensor& targets, const Tensor& key_mask) const {
-  return cross_entropy(forward(ids, key_mask), targets);
+  // Fused projection + cross-entropy: only the masked (non-ignored) rows get logits.
+  return linear_cross_entropy(hidden(ids, key_mask), encoder_->embedding().weight(), mlm_bias_,
+                              targets);
 }
 
 Classifier::Classifier(const ModelOptions& o, Generator& init_gen,

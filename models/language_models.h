@@ -45,6 +45,9 @@ class MaskedLm : public nn::Module {
   Variable loss(const Tensor& ids, const Tensor& targets, const Tensor& key_mask = Tensor()) const;
 
  private:
+  /// The normalised hidden states the tied output projection reads: [B, N, E].
+  Variable hidden(const Tensor& ids, const Tensor& key_mask) const;
+
   std::shared_ptr<Encoder> encoder_;
   std::shared_ptr<nn::LayerNorm> mlm_norm_;
   Variable mlm_bias_;
