@@ -15,4 +15,15 @@ void float_to_bf16_array(const float* src, BF16* dst, int64_t n);
 /// elements when t is contiguous (Tensor::to otherwise).
 Tensor to_bf16(const Tensor& t);
 
+struct Bf16WithColumnSums {
+  Tensor values;       // [R, C] bf16: to_bf16(x)
+  Tensor column_sums;  // [C] f32: reduce_sum(x, {0})
+};
+
+/// One pass over x [R, C] (f32, contiguous) giving its bf16 rounding and its column sums — the
+/// rounded gradient and the bias gradient of a bf16 linear's backward, which otherwise read
+/// the gradient twice. Bit for bit to_bf16(x) and reduce_sum(x, {0}): rows are summed in
+/// chunks of kSumChunk in f32, chunk sums added in double in row order (thread-independent).
+Bf16WithColumnSums to_bf16_with_column_sums(const Tensor& x);
+
 }  // namespace rota::backend

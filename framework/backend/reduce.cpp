@@ -19,8 +19,6 @@ namespace {
 // in L1 while the rows stream past, and [N, D] -> [D] (bias gradients) still splits into
 // D / kColumnBlock independent tasks for the threads.
 constexpr int64_t kColumnBlock = 128;
-// Terms summed in the working precision before a partial sum is added into a double total.
-constexpr int64_t kSumChunk = 64;
 // Rough cost of one exp relative to an add, so exp-heavy rows fork threads sooner.
 constexpr int64_t kExpCost = 8;
 

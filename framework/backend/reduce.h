@@ -12,6 +12,10 @@ namespace rota::backend {
 // axes"; a repeated or out-of-range axis throws naming the op and x's shape. keepdim keeps
 // each reduced dim with size 1. Reducing a 0-d tensor over all (= no) axes returns a copy.
 
+/// Terms summed in the working precision before a partial sum is added into a double total
+/// (sums and column sums); fused kernels that also sum columns use it to give the same bits.
+constexpr int64_t kSumChunk = 64;
+
 /// Sum over `axes`. Empty reductions give 0. Partial sums of 64 terms are added in double, so
 /// long f32 sums do not drift.
 Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim);

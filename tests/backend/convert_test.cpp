@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include "framework/backend/elementwise.h"
+#include "framework/backend/reduce.h"
+#include "framework/tensor/error.h"
 #include "framework/tensor/random.h"
 
 namespace rota {
@@ -48,6 +51,32 @@ TEST(ToBf16, EqualsTensorToForContiguousAndStridedTensors) {
     ASSERT_EQ(fast.shape(), x.shape());
     EXPECT_EQ(fast.to_double_vector(), reference.to_double_vector());
   }
+}
+
+TEST(ToBf16WithColumnSums, SameBitsAsRoundingAndColumnSumSeparately) {
+  Generator gen(5);
+  for (int64_t rows : {1, 63, 64, 65, 300}) {
+    for (int64_t cols : {1, 7, 257}) {
+      // Values spread over magnitudes so the f32 chunk sums really round.
+      const Tensor x = backend::binary(backend::BinaryOp::kMul, randn({rows, cols}, gen, 0, 1),
+                                       rand({rows, cols}, gen, 0, 1000));
+      const backend::Bf16WithColumnSums fused = backend::to_bf16_with_column_sums(x);
+      EXPECT_EQ(fused.values.to_double_vector(), backend::to_bf16(x).to_double_vector())
+          << rows << "x" << cols;
+      EXPECT_EQ(fused.column_sums.to_double_vector(),
+                backend::reduce_sum(x, {0}, false).to_double_vector())
+          << rows << "x" << cols;
+      EXPECT_EQ(fused.column_sums.shape(), Shape({cols}));
+    }
+  }
+}
+
+TEST(ToBf16WithColumnSums, RefusesWhatItCannotRead) {
+  Generator gen(6);
+  const Tensor x = randn({8, 4}, gen);
+  EXPECT_THROW(backend::to_bf16_with_column_sums(x.transpose(0, 1)), Error);
+  EXPECT_THROW(backend::to_bf16_with_column_sums(x.to(DType::kF64)), Error);
+  EXPECT_THROW(backend::to_bf16_with_column_sums(x.reshape({2, 4, 4})), Error);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include "framework/autograd/function.h"
 #include "framework/autograd/precision.h"
+#include "framework/backend/convert.h"
 #include "framework/backend/elementwise.h"
 #include "framework/backend/matmul.h"
 #include "framework/backend/reduce.h"
@@ -113,16 +114,24 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
         // Over the flattened rows: x: [R, In], W: [Out, In], g: [R, Out]. Under bf16, x and W
         // are the saved rounded copies and g is rounded once for both products.
         const Tensor g = grad.reshape({rows, out_features});
-        const Tensor g_in = compute_operand(g, bf16);
         std::vector<Tensor> grads(has_bias ? 3 : 2);
+        Tensor g_in;
+        if (bf16 && has_bias && needs[2] && g.is_contiguous() && bf16_matmul_native()) {
+          // One pass over g for both its bf16 rounding and db = Σ_r g[r, :] (same bits).
+          b::Bf16WithColumnSums fused = b::to_bf16_with_column_sums(g);
+          g_in = std::move(fused.values);
+          grads[2] = std::move(fused.column_sums);
+        } else {
+          g_in = compute_operand(g, bf16);
+          // db = Σ_r g[r, :]: [Out], from the f32 gradient.
+          if (has_bias && needs[2]) grads[2] = b::reduce_sum(g, {0}, /*keepdim=*/false);
+        }
         // dx = g·W: [R, In].
         if (needs[0]) grads[0] = b::matmul(g_in, wd).reshape(shape_x);
         // dW = gᵀ·x: [Out, In], the transpose read through strides.
         if (needs[1]) {
           grads[1] = b::matmul(g_in, xd.reshape({rows, in_features}), /*transpose_a=*/true);
         }
-        // db = Σ_r g[r, :]: [Out], from the f32 gradient.
-        if (has_bias && needs[2]) grads[2] = b::reduce_sum(g, {0}, /*keepdim=*/false);
         return grads;
       });
 }
