@@ -319,6 +319,30 @@ Tensor unary_backward(UnaryOp op, const Tensor& x_in, const Tensor& y_in, const 
   return gx;
 }
 
+bool derivative_needs_only_input(UnaryOp op) {
+  return op == UnaryOp::kRelu || op == UnaryOp::kGeluErf || op == UnaryOp::kGeluTanh ||
+         op == UnaryOp::kSilu;
+}
+
+void unary_backward_array(UnaryOp op, const float* x, const float* grad_y, float* grad_x,
+                          int64_t n) {
+  ROTA_CHECK(derivative_needs_only_input(op),
+             "unary_backward_array: {}'s derivative needs the output; use unary_backward",
+             unary_op_name(op));
+  dispatch_unary(op, [&](auto op_constant) {
+    constexpr UnaryOp kOp = decltype(op_constant)::value;
+    if constexpr (kHasVecmathBackward<kOp>) {
+      vecmath_backward<kOp>(x, grad_y, grad_x, n);
+    } else {
+      // The same loop unary_backward_loop runs (y is not read by these derivatives).
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) {
+        grad_x[i] = grad_y[i] * unary_derivative<kOp, float>(x[i], x[i], 0.0f);
+      }
+    }
+  });
+}
+
 namespace {
 
 template <BinaryOp kOp, typename T>

@@ -41,6 +41,14 @@ Tensor unary(UnaryOp op, const Tensor& x, double param = 0.0);
 /// All three have the same shape.
 Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
                       double param = 0.0);
+/// True for the activations whose derivative depends on x alone: kRelu, kGeluErf, kGeluTanh,
+/// kSilu (the ones unary_backward_array takes).
+bool derivative_needs_only_input(UnaryOp op);
+/// grad_x[i] = grad_y[i] · op'(x[i]) over [n] f32 arrays on the calling thread: bit for bit what
+/// unary_backward gives. For fused kernels that process rows in chunks. op must satisfy
+/// derivative_needs_only_input.
+void unary_backward_array(UnaryOp op, const float* x, const float* grad_y, float* grad_x,
+                          int64_t n);
 
 enum class BinaryOp {
   kAdd,

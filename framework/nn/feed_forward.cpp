@@ -2,6 +2,7 @@
 #include "framework/nn/feed_forward.h"
 
 #include "framework/autograd/ops/elementwise.h"
+#include "framework/autograd/ops/matmul.h"
 
 namespace rota::nn {
 
@@ -41,8 +42,31 @@ FeedForward::FeedForward(const FeedForwardOptions& options, Generator& init_gen,
   dropout_ = register_module("dropout", std::make_shared<Dropout>(options.dropout, dropout_gen));
 }
 
+namespace {
+
+backend::UnaryOp activation_op(Activation activation) {
+  switch (activation) {
+    case Activation::kRelu:
+      return backend::UnaryOp::kRelu;
+    case Activation::kGelu:
+      return backend::UnaryOp::kGeluErf;
+    case Activation::kGeluTanh:
+      return backend::UnaryOp::kGeluTanh;
+    case Activation::kSilu:
+      return backend::UnaryOp::kSilu;
+  }
+  fail("activation: unknown value {}", static_cast<int>(activation));
+}
+
+}  // namespace
+
 Variable FeedForward::forward(const Variable& x) const {
-  return fc2_->forward(dropout_->forward(apply_activation(options_.activation, fc1_->forward(x))));
+  ROTA_CHECK(x.dim() >= 1 && x.size(-1) == options_.dim,
+             "FeedForward: input {} does not end in dim = {}", shape_str(x.shape()), options_.dim);
+  // fc1 and the activation as one op (the same values as fc1 then the activation).
+  const Variable hidden =
+      linear_activation(x, fc1_->weight(), fc1_->bias(), activation_op(options_.activation));
+  return fc2_->forward(dropout_->forward(hidden));
 }
 
 }  // namespace rota::nn

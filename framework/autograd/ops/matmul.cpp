@@ -3,6 +3,7 @@
 
 #include "framework/autograd/function.h"
 #include "framework/autograd/precision.h"
+#include "framework/backend/activation_backward.h"
 #include "framework/backend/convert.h"
 #include "framework/backend/elementwise.h"
 #include "framework/backend/matmul.h"
@@ -132,6 +133,54 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
         if (needs[1]) {
           grads[1] = b::matmul(g_in, xd.reshape({rows, in_features}), /*transpose_a=*/true);
         }
+        return grads;
+      });
+}
+
+Variable linear_activation(const Variable& x, const Variable& weight, const Variable& bias,
+                           b::UnaryOp act) {
+  ROTA_CHECK(bias.defined(), "linear_activation: a bias is required (use linear + activation)");
+  ROTA_CHECK(b::derivative_needs_only_input(act),
+             "linear_activation: activation {} is not supported (relu, gelu, gelu_tanh, silu)",
+             b::unary_op_name(act));
+  const std::vector<Variable> inputs{x, weight, bias};
+  const OpRecord rec = inspect_inputs(inputs);
+  const bool bf16 = computes_in_bf16(x.data(), weight.data());
+  const Tensor x_in = compute_operand(x.data(), bf16);
+  const Tensor w_in = compute_operand(weight.data(), bf16);
+  const Tensor h = b::linear(x_in, w_in, bias.data());  // pre-activation, f32 (or f64)
+  Tensor y = b::unary(act, h);
+  if (!rec.any) return Variable(std::move(y), false);
+
+  const int64_t in_features = weight.size(1);
+  const int64_t out_features = weight.size(0);
+  const int64_t rows = shape_numel(leading_dims(x.shape(), 1));
+  return record_op(
+      "linear_activation", std::move(y), inputs,
+      [needs = rec.needs, act, bf16, h, xd = rec.needs[1] ? x_in : Tensor(),
+       wd = rec.needs[0] ? w_in : Tensor(), shape_x = x.shape(), in_features, out_features,
+       rows](const Tensor& grad) {
+        // Rows flattened: h, dy, dh: [R, Out]; x: [R, In]; W: [Out, In].
+        const Tensor h2 = h.reshape({rows, out_features});
+        const Tensor dy = grad.reshape({rows, out_features});
+        std::vector<Tensor> grads(3);
+        Tensor dh;  // what the two products multiply: bf16 (native), rounded f32, or as is
+        if (h2.dtype() == DType::kF32) {
+          const bool native_bf16 = bf16 && bf16_matmul_native();
+          b::ActivationBackward fused =
+              b::activation_backward_with_column_sums(act, h2, dy, native_bf16);
+          dh = bf16 && !native_bf16 ? round_to_bf16_operand(fused.grad_input)
+                                    : std::move(fused.grad_input);
+          grads[2] = std::move(fused.column_sums);
+        } else {  // f64 (gradient checks): the composed ops
+          const Tensor dh_full = b::unary_backward(act, h2, h2, dy);
+          grads[2] = b::reduce_sum(dh_full, {0}, /*keepdim=*/false);
+          dh = dh_full;
+        }
+        if (!needs[2]) grads[2] = Tensor();
+        // dx = dh·W: [R, In]; dW = dhᵀ·x: [Out, In].
+        if (needs[0]) grads[0] = b::matmul(dh, wd).reshape(shape_x);
+        if (needs[1]) grads[1] = b::matmul(dh, xd.reshape({rows, in_features}), true);
         return grads;
       });
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "framework/autograd/variable.h"
+#include "framework/backend/elementwise.h"
 
 namespace rota {
 
@@ -14,5 +15,14 @@ Variable matmul(const Variable& a, const Variable& b, bool transpose_a = false,
 /// y = x·weightᵀ + bias. x: [..., In], weight: [Out, In], bias: [Out] or an undefined
 /// Variable for none → y: [..., Out].
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias = Variable());
+
+/// y = act(x·weightᵀ + bias) as one op (the first half of a feed-forward block). Same values and
+/// gradients as linear followed by the activation op, bit for bit, but the backward makes one
+/// pass over the rows for the activation's gradient, the bias gradient and (under bf16) the
+/// gradient's bf16 rounding instead of three. x: [..., In], weight: [Out, In], bias: [Out]
+/// (required); act: kRelu, kGeluErf, kGeluTanh or kSilu (backend::derivative_needs_only_input).
+/// Saves the pre-activation h [..., Out] and the product operands.
+Variable linear_activation(const Variable& x, const Variable& weight, const Variable& bias,
+                           backend::UnaryOp act);
 
 }  // namespace rota

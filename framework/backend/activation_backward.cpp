@@ -1,0 +1,70 @@
+// activation_backward_with_column_sums: per chunk of rows, the derivative into a cache-resident
+// buffer, its column partial sums, then the f32 or bf16 store.
+#include "framework/backend/activation_backward.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "framework/backend/convert.h"
+#include "framework/backend/parallel.h"
+#include "framework/backend/reduce.h"
+
+namespace rota::backend {
+
+ActivationBackward activation_backward_with_column_sums(UnaryOp act, const Tensor& h_in,
+                                                        const Tensor& dy_in, bool round_to_bf16) {
+  const char* op = "activation_backward_with_column_sums";
+  ROTA_CHECK(h_in.dtype() == DType::kF32 && dy_in.dtype() == DType::kF32 && h_in.dim() == 2 &&
+                 h_in.shape() == dy_in.shape(),
+             "{}: h {} {} and dy {} {} must be 2-D f32 of one shape", op, dtype_name(h_in.dtype()),
+             shape_str(h_in.shape()), dtype_name(dy_in.dtype()), shape_str(dy_in.shape()));
+  ROTA_CHECK(derivative_needs_only_input(act), "{}: {}'s derivative needs the output", op,
+             unary_op_name(act));
+  const Tensor h = h_in.contiguous();
+  const Tensor dy = dy_in.contiguous();
+  const int64_t rows = h.size(0), cols = h.size(1);
+  ActivationBackward out;
+  if (cols == 1) {  // a single column: reduce_sum's contiguous path, reused for the same bits
+    const Tensor dh = unary_backward(act, h, h, dy);
+    out.column_sums = reduce_sum(dh, {0}, false);
+    out.grad_input = round_to_bf16 ? to_bf16(dh) : dh;
+    return out;
+  }
+  out.grad_input = Tensor::empty({rows, cols}, round_to_bf16 ? DType::kBF16 : DType::kF32);
+  const int64_t chunks = (rows + kSumChunk - 1) / kSumChunk;
+  std::vector<float> partial(chunks * cols);  // [chunks, C]: f32 sums of each chunk's rows
+  const float* ph = h.data<float>();
+  const float* pdy = dy.data<float>();
+  parallel_for(chunks, kSumChunk * cols * 8, [&](int64_t c0, int64_t c1) {
+    std::vector<float> buffer(round_to_bf16 ? kSumChunk * cols : 0);  // [kSumChunk, C]
+    for (int64_t chunk = c0; chunk < c1; ++chunk) {
+      const int64_t r0 = chunk * kSumChunk;
+      const int64_t r1 = std::min(rows, r0 + kSumChunk);
+      // dh rows of this chunk: into the buffer (bf16 output) or straight into the f32 output.
+      float* dh = round_to_bf16 ? buffer.data() : out.grad_input.data<float>() + r0 * cols;
+      unary_backward_array(act, ph + r0 * cols, pdy + r0 * cols, dh, (r1 - r0) * cols);
+      // Column sums in reduce_sum's order: row r0, then + each later row, in f32.
+      float* sums = partial.data() + chunk * cols;
+      std::copy(dh, dh + cols, sums);
+      for (int64_t r = 1; r < r1 - r0; ++r) {
+        const float* row = dh + r * cols;
+#pragma omp simd
+        for (int64_t c = 0; c < cols; ++c) sums[c] += row[c];
+      }
+      if (round_to_bf16) {
+        float_to_bf16_array(dh, out.grad_input.data<BF16>() + r0 * cols, (r1 - r0) * cols);
+      }
+    }
+  });
+  std::vector<double> totals(cols, 0.0);
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    const float* sums = partial.data() + chunk * cols;
+    for (int64_t c = 0; c < cols; ++c) totals[c] += sums[c];
+  }
+  out.column_sums = Tensor::empty({cols}, DType::kF32);
+  float* column_sums = out.column_sums.data<float>();
+  for (int64_t c = 0; c < cols; ++c) column_sums[c] = static_cast<float>(totals[c]);
+  return out;
+}
+
+}  // namespace rota::backend
