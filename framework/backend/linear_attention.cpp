@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "framework/backend/dispatch.h"
@@ -112,15 +113,26 @@ void mask_scores(T* scores, int64_t rows, int64_t cols, int64_t i0, int64_t j0, 
   }
 }
 
-// out[r, :] += scale(r) · add[r, :] for rows r of [rows, width] blocks (ld = width).
+// out[r, :] += scale(r) · add[r, :] for rows r < rows of width elements; out rows ld_out apart,
+// add rows dense.
 template <typename T, typename Scale>
-void add_scaled_rows(T* out, const T* add, int64_t rows, int64_t width, Scale scale) {
+void add_scaled_rows(T* out, int64_t ld_out, const T* add, int64_t rows, int64_t width,
+                     Scale scale) {
   for (int64_t r = 0; r < rows; ++r) {
     const T w = scale(r);
 #pragma omp simd
-    for (int64_t x = 0; x < width; ++x) out[r * width + x] += w * add[r * width + x];
+    for (int64_t x = 0; x < width; ++x) out[r * ld_out + x] += w * add[r * width + x];
   }
 }
+
+// Rows of one (batch, head) slice: the first row and the distance between rows (elements).
+// Inputs may be views such as a permuted [B, N, H, D] tensor read as [B, H, N, D].
+template <typename T>
+struct Rows {
+  T* at;
+  int64_t ld;
+  T* row(int64_t i) const { return at + i * ld; }
+};
 
 // Per-thread scratch of the chunked kernels, sized for chunk C, features F and values D.
 template <typename T>
@@ -150,67 +162,71 @@ struct ChunkScratch {
 // (γ = 1 without decay). Shared by the forward pass and the backward's forward sweep.
 // state: [F, D]; k: [N, F]; v: [N, D]; pw: powers γ^0..γ^C or null.
 template <typename T>
-void advance_key_state(T* state, const T* k, const T* v, int64_t c0, int64_t c1,
+void advance_key_state(T* state, Rows<const T> k, Rows<const T> v, int64_t c0, int64_t c1,
                        const AttentionDims& s, const T* pw, T* scaled_rows) {
   const int64_t len = c1 - c0;
-  const T* keys = k + c0 * s.f;  // [len, F], read transposed as the [F, len] left operand
+  const T* keys = k.row(c0);  // [len, F] (rows k.ld apart), read transposed as [F, len]
+  int64_t key_ld = k.ld;
   if (pw) {
     for (int64_t x = 0; x < s.f * s.d; ++x) state[x] *= pw[len];
     for (int64_t j = 0; j < len; ++j) {
       const T w = pw[len - 1 - j];
-      for (int64_t x = 0; x < s.f; ++x) scaled_rows[j * s.f + x] = w * keys[j * s.f + x];
+      for (int64_t x = 0; x < s.f; ++x) scaled_rows[j * s.f + x] = w * keys[j * key_ld + x];
     }
     keys = scaled_rows;
+    key_ld = s.f;
   }
   // S[F, D] += keysᵀ[F, len] · V_c[len, D]
-  block_product(s.f, s.d, len, keys, 1, s.f, v + c0 * s.d, s.d, state, s.d, true);
+  block_product(s.f, s.d, len, keys, 1, key_ld, v.row(c0), v.ld, state, s.d, true);
 }
 
-// One slice of the causal forward. q, k: [N, F], v, o: [N, D].
+// One slice of the causal forward. q, k: [N, F], v, o: [N, D] (rows at their own strides).
 // With a decay γ the weights become γ^(i−j): o_i = Σ_{j≤i} γ^(i−j) (q_i·k_j) v_j. The state
 // then holds S = Σ_{j<c0} γ^(c0−1−j) k_jᵀ v_j, so every power stays ≤ 1 (no overflow).
 // pw: [C+1] powers γ^0..γ^C.
 template <typename T>
-void causal_forward_slice(const T* q, const T* k, const T* v, T* o, ChunkScratch<T>& w,
-                          const AttentionDims& s, int64_t chunk, const T* pw) {
+void causal_forward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<T> o,
+                          ChunkScratch<T>& w, const AttentionDims& s, int64_t chunk, const T* pw) {
   T* state = w.state.data();
   std::fill(state, state + s.f * s.d, T(0));
   for (int64_t c0 = 0; c0 < s.n; c0 += chunk) {
     const int64_t c1 = std::min(s.n, c0 + chunk);
     const int64_t len = c1 - c0;
-    small_gemm::transpose_into(k + c0 * s.f, len, s.f, s.f, w.packed_a.data());  // K_cᵀ [F, len]
+    small_gemm::transpose_into(k.row(c0), len, s.f, k.ld, w.packed_a.data());  // K_cᵀ [F, len]
     for (int64_t i0 = c0; i0 < c1; i0 += kRowBlock) {
       const int64_t i1 = std::min(c1, i0 + kRowBlock);
       const int64_t rows = i1 - i0;
       const int64_t cols = i1 - c0;  // keys c0..i1−1 can be seen by these rows
       T* scores = w.scores.data();
       // Scores[rows, cols] = Q[i0:i1] · K[c0:i1]ᵀ, masked to j ≤ i, weighted γ^(i−j).
-      block_product(rows, cols, s.f, q + i0 * s.f, s.f, 1, w.packed_a.data(), len, scores, cols,
+      block_product(rows, cols, s.f, q.row(i0), q.ld, 1, w.packed_a.data(), len, scores, cols,
                     false);
       mask_scores(scores, rows, cols, i0, c0, true, pw);
       // O[i0:i1] = Scores · V[c0:i1]
-      block_product(rows, s.d, cols, scores, cols, 1, v + c0 * s.d, s.d, o + i0 * s.d, s.d, false);
+      block_product(rows, s.d, cols, scores, cols, 1, v.row(c0), v.ld, o.row(i0), o.ld, false);
       if (c0 == 0) continue;  // no earlier keys
       // Inter-chunk: o_i += γ^(i−c0+1) q_i S.
       if (pw) {
-        block_product(rows, s.d, s.f, q + i0 * s.f, s.f, 1, state, s.d, w.inter.data(), s.d, false);
-        add_scaled_rows(o + i0 * s.d, w.inter.data(), rows, s.d,
+        block_product(rows, s.d, s.f, q.row(i0), q.ld, 1, state, s.d, w.inter.data(), s.d, false);
+        add_scaled_rows(o.row(i0), o.ld, w.inter.data(), rows, s.d,
                         [&](int64_t r) { return pw[i0 + r - c0 + 1]; });
       } else {
-        block_product(rows, s.d, s.f, q + i0 * s.f, s.f, 1, state, s.d, o + i0 * s.d, s.d, true);
+        block_product(rows, s.d, s.f, q.row(i0), q.ld, 1, state, s.d, o.row(i0), o.ld, true);
       }
     }
     advance_key_state(state, k, v, c0, c1, s, pw, w.scaled_rows.data());
   }
 }
 
-// One slice of the causal backward. Inputs as the forward plus g = dO: [N, D].
+// One slice of the causal backward. Inputs as the forward plus g = dO: [N, D]; dq, dk: [N, F]
+// and dv: [N, D] dense.
 // Decayed: dq_i = γ^(i−c0+1) g_i Sᵀ + Σ_{c0≤j≤i} γ^(i−j) (g_i·v_j) k_j; the reverse state
 // R = Σ_{i≥c1} γ^(i−c1) q_iᵀ g_i gives dk_j = γ^(c1−j) R v_j + Σ_{j≤i<c1} γ^(i−j)(g_i·v_j) q_i
 // and dv_j = γ^(c1−j) k_j R + Σ_{j≤i<c1} γ^(i−j)(q_i·k_j) g_i.
 template <typename T>
-void causal_backward_slice(const T* q, const T* k, const T* v, const T* g, T* dq, T* dk, T* dv,
-                           ChunkScratch<T>& w, const AttentionDims& s, int64_t chunk, const T* pw) {
+void causal_backward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<const T> g,
+                           T* dq, T* dk, T* dv, ChunkScratch<T>& w, const AttentionDims& s,
+                           int64_t chunk, const T* pw) {
   T* scores = w.scores.data();
   T* state = w.state.data();
   // Forward sweep for dq, rebuilding S chunk by chunk.
@@ -218,28 +234,28 @@ void causal_backward_slice(const T* q, const T* k, const T* v, const T* g, T* dq
   for (int64_t c0 = 0; c0 < s.n; c0 += chunk) {
     const int64_t c1 = std::min(s.n, c0 + chunk);
     const int64_t len = c1 - c0;
-    small_gemm::transpose_into(v + c0 * s.d, len, s.d, s.d, w.packed_a.data());  // V_cᵀ [D, len]
+    small_gemm::transpose_into(v.row(c0), len, s.d, v.ld, w.packed_a.data());  // V_cᵀ [D, len]
     if (c0 > 0) small_gemm::transpose_into(state, s.f, s.d, s.d, w.state_t.data());  // Sᵀ [D, F]
     for (int64_t i0 = c0; i0 < c1; i0 += kRowBlock) {
       const int64_t i1 = std::min(c1, i0 + kRowBlock);
       const int64_t rows = i1 - i0;
       const int64_t cols = i1 - c0;
       // dScores[rows, cols] = dO[i0:i1] · V[c0:i1]ᵀ, masked and weighted like the scores.
-      block_product(rows, cols, s.d, g + i0 * s.d, s.d, 1, w.packed_a.data(), len, scores, cols,
+      block_product(rows, cols, s.d, g.row(i0), g.ld, 1, w.packed_a.data(), len, scores, cols,
                     false);
       mask_scores(scores, rows, cols, i0, c0, true, pw);
       // dQ[i0:i1] = dScores · K[c0:i1]
-      block_product(rows, s.f, cols, scores, cols, 1, k + c0 * s.f, s.f, dq + i0 * s.f, s.f, false);
+      block_product(rows, s.f, cols, scores, cols, 1, k.row(c0), k.ld, dq + i0 * s.f, s.f, false);
       if (c0 == 0) continue;
       // dq_i += γ^(i−c0+1) g_i Sᵀ
       if (pw) {
-        block_product(rows, s.f, s.d, g + i0 * s.d, s.d, 1, w.state_t.data(), s.f, w.inter.data(),
+        block_product(rows, s.f, s.d, g.row(i0), g.ld, 1, w.state_t.data(), s.f, w.inter.data(),
                       s.f, false);
-        add_scaled_rows(dq + i0 * s.f, w.inter.data(), rows, s.f,
+        add_scaled_rows(dq + i0 * s.f, s.f, w.inter.data(), rows, s.f,
                         [&](int64_t r) { return pw[i0 + r - c0 + 1]; });
       } else {
-        block_product(rows, s.f, s.d, g + i0 * s.d, s.d, 1, w.state_t.data(), s.f, dq + i0 * s.f,
-                      s.f, true);
+        block_product(rows, s.f, s.d, g.row(i0), g.ld, 1, w.state_t.data(), s.f, dq + i0 * s.f, s.f,
+                      true);
       }
     }
     advance_key_state(state, k, v, c0, c1, s, pw, w.scaled_rows.data());
@@ -251,51 +267,55 @@ void causal_backward_slice(const T* q, const T* k, const T* v, const T* g, T* dq
   for (int64_t c0 = last; c0 >= 0; c0 -= chunk) {
     const int64_t c1 = std::min(s.n, c0 + chunk);
     const int64_t len = c1 - c0;
-    const bool later = c1 < s.n;                                                 // R is non-zero
-    small_gemm::transpose_into(g + c0 * s.d, len, s.d, s.d, w.packed_a.data());  // G_cᵀ [D, len]
-    small_gemm::transpose_into(q + c0 * s.f, len, s.f, s.f, w.packed_b.data());  // Q_cᵀ [F, len]
-    if (later) small_gemm::transpose_into(r, s.f, s.d, s.d, w.state_t.data());   // Rᵀ [D, F]
+    const bool later = c1 < s.n;                                                // R is non-zero
+    small_gemm::transpose_into(g.row(c0), len, s.d, g.ld, w.packed_a.data());   // G_cᵀ [D, len]
+    small_gemm::transpose_into(q.row(c0), len, s.f, q.ld, w.packed_b.data());   // Q_cᵀ [F, len]
+    if (later) small_gemm::transpose_into(r, s.f, s.d, s.d, w.state_t.data());  // Rᵀ [D, F]
     for (int64_t j0 = c0; j0 < c1; j0 += kRowBlock) {
       const int64_t j1 = std::min(c1, j0 + kRowBlock);
       const int64_t rows = j1 - j0;
       const int64_t cols = c1 - j0;  // queries j0..c1−1 can see these keys
       // dScoresᵀ[rows, cols] = V[j0:j1] · dO[j0:c1]ᵀ, kept for i ≥ j, weighted γ^(i−j).
-      block_product(rows, cols, s.d, v + j0 * s.d, s.d, 1, w.packed_a.data() + (j0 - c0), len,
-                    scores, cols, false);
+      block_product(rows, cols, s.d, v.row(j0), v.ld, 1, w.packed_a.data() + (j0 - c0), len, scores,
+                    cols, false);
       mask_scores(scores, rows, cols, j0, j0, false, pw);
       // dK[j0:j1] = dScoresᵀ · Q[j0:c1]
-      block_product(rows, s.f, cols, scores, cols, 1, q + j0 * s.f, s.f, dk + j0 * s.f, s.f, false);
+      block_product(rows, s.f, cols, scores, cols, 1, q.row(j0), q.ld, dk + j0 * s.f, s.f, false);
       // Scoresᵀ[rows, cols] = K[j0:j1] · Q[j0:c1]ᵀ, same mask.
-      block_product(rows, cols, s.f, k + j0 * s.f, s.f, 1, w.packed_b.data() + (j0 - c0), len,
-                    scores, cols, false);
+      block_product(rows, cols, s.f, k.row(j0), k.ld, 1, w.packed_b.data() + (j0 - c0), len, scores,
+                    cols, false);
       mask_scores(scores, rows, cols, j0, j0, false, pw);
       // dV[j0:j1] = Scoresᵀ · dO[j0:c1]
-      block_product(rows, s.d, cols, scores, cols, 1, g + j0 * s.d, s.d, dv + j0 * s.d, s.d, false);
+      block_product(rows, s.d, cols, scores, cols, 1, g.row(j0), g.ld, dv + j0 * s.d, s.d, false);
       if (!later) continue;
       // dk_j += γ^(c1−j) v_j Rᵀ and dv_j += γ^(c1−j) k_j R.
       if (pw) {
         const auto weight = [&](int64_t x) { return pw[c1 - (j0 + x)]; };
-        block_product(rows, s.f, s.d, v + j0 * s.d, s.d, 1, w.state_t.data(), s.f, w.inter.data(),
+        block_product(rows, s.f, s.d, v.row(j0), v.ld, 1, w.state_t.data(), s.f, w.inter.data(),
                       s.f, false);
-        add_scaled_rows(dk + j0 * s.f, w.inter.data(), rows, s.f, weight);
-        block_product(rows, s.d, s.f, k + j0 * s.f, s.f, 1, r, s.d, w.inter.data(), s.d, false);
-        add_scaled_rows(dv + j0 * s.d, w.inter.data(), rows, s.d, weight);
+        add_scaled_rows(dk + j0 * s.f, s.f, w.inter.data(), rows, s.f, weight);
+        block_product(rows, s.d, s.f, k.row(j0), k.ld, 1, r, s.d, w.inter.data(), s.d, false);
+        add_scaled_rows(dv + j0 * s.d, s.d, w.inter.data(), rows, s.d, weight);
       } else {
-        block_product(rows, s.f, s.d, v + j0 * s.d, s.d, 1, w.state_t.data(), s.f, dk + j0 * s.f,
-                      s.f, true);
-        block_product(rows, s.d, s.f, k + j0 * s.f, s.f, 1, r, s.d, dv + j0 * s.d, s.d, true);
+        block_product(rows, s.f, s.d, v.row(j0), v.ld, 1, w.state_t.data(), s.f, dk + j0 * s.f, s.f,
+                      true);
+        block_product(rows, s.d, s.f, k.row(j0), k.ld, 1, r, s.d, dv + j0 * s.d, s.d, true);
       }
     }
     // R = γ^(c1−c0) R + Σ_{c0≤i<c1} γ^(i−c0) q_iᵀ g_i.
-    const T* queries = q + c0 * s.f;  // [len, F], read transposed
+    const T* queries = q.row(c0);  // [len, F], read transposed
+    int64_t query_ld = q.ld;
     if (pw) {
       for (int64_t x = 0; x < s.f * s.d; ++x) r[x] *= pw[len];
       for (int64_t i = 0; i < len; ++i) {
-        for (int64_t x = 0; x < s.f; ++x) w.scaled_rows[i * s.f + x] = pw[i] * queries[i * s.f + x];
+        for (int64_t x = 0; x < s.f; ++x) {
+          w.scaled_rows[i * s.f + x] = pw[i] * queries[i * query_ld + x];
+        }
       }
       queries = w.scaled_rows.data();
+      query_ld = s.f;
     }
-    block_product(s.f, s.d, len, queries, 1, s.f, g + c0 * s.d, s.d, r, s.d, true);
+    block_product(s.f, s.d, len, queries, 1, query_ld, g.row(c0), g.ld, r, s.d, true);
   }
 }
 
@@ -316,6 +336,43 @@ std::vector<T> decay_powers(const char* op, const Tensor& decay, const Tensor& q
   return out;
 }
 
+// The tensor the kernels read for x: x itself when its last dim is dense (any view of the other
+// dims, e.g. a [B, N, H, D] tensor permuted to [B, H, N, D]), a dense copy otherwise.
+Tensor readable(const Tensor& x) {
+  return x.size(-1) <= 1 || x.strides().back() == 1 ? x : x.contiguous();
+}
+
+// Element offset of slice g's first row for each of the G slices of a [..., N, W] tensor.
+std::vector<int64_t> slice_offsets(const Tensor& x) {
+  const int64_t lead = x.dim() - 2;
+  int64_t groups = 1;
+  for (int64_t i = 0; i < lead; ++i) groups *= x.size(i);
+  std::vector<int64_t> offsets(groups, 0);
+  for (int64_t g = 0; g < groups; ++g) {
+    int64_t rest = g, offset = 0;
+    for (int64_t i = lead - 1; i >= 0; --i) {
+      offset += (rest % x.size(i)) * x.strides()[i];
+      rest /= x.size(i);
+    }
+    offsets[g] = offset;
+  }
+  return offsets;
+}
+
+// Slice g's rows of x (readable, as above).
+template <typename T>
+Rows<T> slice_rows(const Tensor& x, const std::vector<int64_t>& offsets, int64_t g) {
+  return {x.data<std::remove_const_t<T>>() + offsets[g], x.strides()[x.dim() - 2]};
+}
+
+// The output of a [B, H, N, D] attention: stored as [B, N, H, D] and returned as its permuted
+// view, so merging the heads back into [B, N, E] is free; other ranks are dense.
+Tensor attention_output(const Tensor& v) {
+  if (v.dim() != 4) return Tensor::empty(v.shape(), v.dtype());
+  return Tensor::empty({v.size(0), v.size(2), v.size(1), v.size(3)}, v.dtype())
+      .permute({0, 2, 1, 3});
+}
+
 }  // namespace
 
 Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
@@ -323,24 +380,23 @@ Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, c
   const char* op = "causal_linear_attention";
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
-  const Tensor q = q_in.contiguous();
-  const Tensor k = k_in.contiguous();
-  const Tensor v = v_in.contiguous();
-  Tensor o = Tensor::empty(v.shape(), v.dtype());
+  const Tensor q = readable(q_in);
+  const Tensor k = readable(k_in);
+  const Tensor v = readable(v_in);
+  Tensor o = attention_output(v);
+  const std::vector<int64_t> q_at = slice_offsets(q), k_at = slice_offsets(k),
+                             v_at = slice_offsets(v), o_at = slice_offsets(o);
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
-    const T* pq = q.data<T>();
-    const T* pk = k.data<T>();
-    const T* pv = v.data<T>();
-    T* po = o.data<T>();
     const std::vector<T> powers = decay_powers<T>(op, decay, q, chunk_size);
     const int64_t heads = powers.empty() ? 1 : q.size(1);
     parallel_for(s.groups, s.n * (s.f + 1) * (s.d + 1), [&](int64_t g0, int64_t g1) {
       ChunkScratch<T> scratch(s, chunk_size);
       for (int64_t g = g0; g < g1; ++g) {
         const T* pw = powers.empty() ? nullptr : powers.data() + (g % heads) * (chunk_size + 1);
-        causal_forward_slice(pq + g * s.n * s.f, pk + g * s.n * s.f, pv + g * s.n * s.d,
-                             po + g * s.n * s.d, scratch, s, chunk_size, pw);
+        causal_forward_slice(slice_rows<const T>(q, q_at, g), slice_rows<const T>(k, k_at, g),
+                             slice_rows<const T>(v, v_at, g), slice_rows<T>(o, o_at, g), scratch, s,
+                             chunk_size, pw);
       }
     });
   });
@@ -355,11 +411,15 @@ LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const 
   ROTA_CHECK(g_in.shape() == v_in.shape(), "{}: grad {} for output {}", op, shape_str(g_in.shape()),
              shape_str(v_in.shape()));
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
-  const Tensor q = q_in.contiguous();
-  const Tensor k = k_in.contiguous();
-  const Tensor v = v_in.contiguous();
-  const Tensor g = g_in.contiguous();
-  LinearAttentionGrads grads{empty_like(q), empty_like(k), empty_like(v)};
+  const Tensor q = readable(q_in);
+  const Tensor k = readable(k_in);
+  const Tensor v = readable(v_in);
+  const Tensor g = readable(g_in);
+  LinearAttentionGrads grads{Tensor::empty(q.shape(), q.dtype()),
+                             Tensor::empty(k.shape(), k.dtype()),
+                             Tensor::empty(v.shape(), v.dtype())};
+  const std::vector<int64_t> q_at = slice_offsets(q), k_at = slice_offsets(k),
+                             v_at = slice_offsets(v), g_at = slice_offsets(g);
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const std::vector<T> powers = decay_powers<T>(op, decay, q, chunk_size);
@@ -370,10 +430,10 @@ LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const 
         const T* pw = powers.empty() ? nullptr : powers.data() + (gi % heads) * (chunk_size + 1);
         const int64_t qo = gi * s.n * s.f;
         const int64_t vo = gi * s.n * s.d;
-        causal_backward_slice(q.data<T>() + qo, k.data<T>() + qo, v.data<T>() + vo,
-                              g.data<T>() + vo, grads.dq.template data<T>() + qo,
-                              grads.dk.template data<T>() + qo, grads.dv.template data<T>() + vo,
-                              scratch, s, chunk_size, pw);
+        causal_backward_slice(slice_rows<const T>(q, q_at, gi), slice_rows<const T>(k, k_at, gi),
+                              slice_rows<const T>(v, v_at, gi), slice_rows<const T>(g, g_at, gi),
+                              grads.dq.template data<T>() + qo, grads.dk.template data<T>() + qo,
+                              grads.dv.template data<T>() + vo, scratch, s, chunk_size, pw);
       }
     });
   });
@@ -428,14 +488,16 @@ std::vector<T> mask_values(const Tensor& key_mask, const Tensor& q, const char* 
   return m;
 }
 
-// rows[N, W] with the rows of masked-out keys (m_t = 0) zeroed, written to out; returns out.
+// rows [N, W] (rows.ld apart) with the rows of masked-out keys (m_t = 0) zeroed, written densely
+// to out; returns out's rows.
 template <typename T>
-const T* masked_rows(const T* rows, const T* m, int64_t n, int64_t width, T* out) {
+Rows<const T> masked_rows(Rows<const T> rows, const T* m, int64_t n, int64_t width, T* out) {
   for (int64_t t = 0; t < n; ++t) {
     const bool keep = m[t] != T(0);  // a padded row's values (even inf or NaN) never enter
-    for (int64_t x = 0; x < width; ++x) out[t * width + x] = keep ? rows[t * width + x] : T(0);
+    const T* row = rows.row(t);
+    for (int64_t x = 0; x < width; ++x) out[t * width + x] = keep ? row[x] : T(0);
   }
-  return out;
+  return {out, width};
 }
 
 }  // namespace
@@ -444,10 +506,12 @@ Tensor bidirectional_linear_attention_forward(const Tensor& q_in, const Tensor& 
                                               const Tensor& v_in, const Tensor& key_mask) {
   const char* op = "bidirectional_linear_attention";
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
-  const Tensor q = q_in.contiguous();
-  const Tensor k = k_in.contiguous();
-  const Tensor v = v_in.contiguous();
-  Tensor o = Tensor::empty(v.shape(), v.dtype());
+  const Tensor q = readable(q_in);
+  const Tensor k = readable(k_in);
+  const Tensor v = readable(v_in);
+  Tensor o = attention_output(v);
+  const std::vector<int64_t> q_at = slice_offsets(q), k_at = slice_offsets(k),
+                             v_at = slice_offsets(v), o_at = slice_offsets(o);
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const std::vector<T> mask = mask_values<T>(key_mask, q, op);
@@ -457,18 +521,18 @@ Tensor bidirectional_linear_attention_forward(const Tensor& q_in, const Tensor& 
       std::vector<T> masked_keys(mask.empty() ? 0 : s.n * s.f);
       std::vector<T> masked_values(mask.empty() ? 0 : s.n * s.d);
       for (int64_t gi = g0; gi < g1; ++gi) {
-        const T* pq = q.data<T>() + gi * s.n * s.f;
-        const T* pk = k.data<T>() + gi * s.n * s.f;
-        const T* pv = v.data<T>() + gi * s.n * s.d;
-        T* po = o.data<T>() + gi * s.n * s.d;
+        const Rows<const T> qr = slice_rows<const T>(q, q_at, gi);
+        Rows<const T> kr = slice_rows<const T>(k, k_at, gi);
+        Rows<const T> vr = slice_rows<const T>(v, v_at, gi);
+        const Rows<T> orow = slice_rows<T>(o, o_at, gi);
         if (!mask.empty()) {  // padded rows zeroed in both: diag(m) K and diag(m) V
           const T* m = mask.data() + (gi / heads) * s.n;
-          pk = masked_rows(pk, m, s.n, s.f, masked_keys.data());
-          pv = masked_rows(pv, m, s.n, s.d, masked_values.data());
+          kr = masked_rows(kr, m, s.n, s.f, masked_keys.data());
+          vr = masked_rows(vr, m, s.n, s.d, masked_values.data());
         }
         // KV[F, D] = Kᵀ diag(m) V, then O[N, D] = Q KV.
-        block_product(s.f, s.d, s.n, pk, 1, s.f, pv, s.d, kv.data(), s.d, false);
-        block_product(s.n, s.d, s.f, pq, s.f, 1, kv.data(), s.d, po, s.d, false);
+        block_product(s.f, s.d, s.n, kr.at, 1, kr.ld, vr.at, vr.ld, kv.data(), s.d, false);
+        block_product(s.n, s.d, s.f, qr.at, qr.ld, 1, kv.data(), s.d, orow.at, orow.ld, false);
       }
     });
   });
@@ -482,11 +546,15 @@ LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q_in,
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
   ROTA_CHECK(g_in.shape() == v_in.shape(), "{}: grad {} for output {}", op, shape_str(g_in.shape()),
              shape_str(v_in.shape()));
-  const Tensor q = q_in.contiguous();
-  const Tensor k = k_in.contiguous();
-  const Tensor v = v_in.contiguous();
-  const Tensor g = g_in.contiguous();
-  LinearAttentionGrads grads{empty_like(q), empty_like(k), empty_like(v)};
+  const Tensor q = readable(q_in);
+  const Tensor k = readable(k_in);
+  const Tensor v = readable(v_in);
+  const Tensor g = readable(g_in);
+  LinearAttentionGrads grads{Tensor::empty(q.shape(), q.dtype()),
+                             Tensor::empty(k.shape(), k.dtype()),
+                             Tensor::empty(v.shape(), v.dtype())};
+  const std::vector<int64_t> q_at = slice_offsets(q), k_at = slice_offsets(k),
+                             v_at = slice_offsets(v), g_at = slice_offsets(g);
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const std::vector<T> mask = mask_values<T>(key_mask, q, op);
@@ -498,28 +566,27 @@ LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q_in,
       std::vector<T> masked_keys(mask.empty() ? 0 : s.n * s.f);
       std::vector<T> masked_values(mask.empty() ? 0 : s.n * s.d);
       for (int64_t gi = g0; gi < g1; ++gi) {
-        const int64_t qo = gi * s.n * s.f;
-        const int64_t vo = gi * s.n * s.d;
-        const T* pq = q.data<T>() + qo;
-        const T* pk = k.data<T>() + qo;
-        const T* pv = v.data<T>() + vo;
-        const T* pg = g.data<T>() + vo;
-        T* dq = grads.dq.template data<T>() + qo;
-        T* dk = grads.dk.template data<T>() + qo;
-        T* dv = grads.dv.template data<T>() + vo;
+        const Rows<const T> qr = slice_rows<const T>(q, q_at, gi);
+        const Rows<const T> kr = slice_rows<const T>(k, k_at, gi);
+        const Rows<const T> vr = slice_rows<const T>(v, v_at, gi);
+        const Rows<const T> gr = slice_rows<const T>(g, g_at, gi);
+        T* dq = grads.dq.template data<T>() + gi * s.n * s.f;
+        T* dk = grads.dk.template data<T>() + gi * s.n * s.f;
+        T* dv = grads.dv.template data<T>() + gi * s.n * s.d;
         const T* m = mask.empty() ? nullptr : mask.data() + (gi / heads) * s.n;
-        const T* keys = m ? masked_rows(pk, m, s.n, s.f, masked_keys.data()) : pk;
-        const T* values = m ? masked_rows(pv, m, s.n, s.d, masked_values.data()) : pv;
+        const Rows<const T> keys = m ? masked_rows(kr, m, s.n, s.f, masked_keys.data()) : kr;
+        const Rows<const T> values = m ? masked_rows(vr, m, s.n, s.d, masked_values.data()) : vr;
         // KV[F, D] = Kᵀ diag(m) V and dKV[F, D] = Qᵀ dO.
-        block_product(s.f, s.d, s.n, keys, 1, s.f, values, s.d, kv.data(), s.d, false);
-        block_product(s.f, s.d, s.n, pq, 1, s.f, pg, s.d, dkv.data(), s.d, false);
+        block_product(s.f, s.d, s.n, keys.at, 1, keys.ld, values.at, values.ld, kv.data(), s.d,
+                      false);
+        block_product(s.f, s.d, s.n, qr.at, 1, qr.ld, gr.at, gr.ld, dkv.data(), s.d, false);
         // dQ[N, F] = dO KVᵀ
         small_gemm::transpose_into(kv.data(), s.f, s.d, s.d, transposed.data());
-        block_product(s.n, s.f, s.d, pg, s.d, 1, transposed.data(), s.f, dq, s.f, false);
+        block_product(s.n, s.f, s.d, gr.at, gr.ld, 1, transposed.data(), s.f, dq, s.f, false);
         // dK[N, F] = diag(m) V dKVᵀ and dV[N, D] = diag(m) K dKV.
         small_gemm::transpose_into(dkv.data(), s.f, s.d, s.d, transposed.data());
-        block_product(s.n, s.f, s.d, pv, s.d, 1, transposed.data(), s.f, dk, s.f, false);
-        block_product(s.n, s.d, s.f, keys, s.f, 1, dkv.data(), s.d, dv, s.d, false);
+        block_product(s.n, s.f, s.d, vr.at, vr.ld, 1, transposed.data(), s.f, dk, s.f, false);
+        block_product(s.n, s.d, s.f, keys.at, keys.ld, 1, dkv.data(), s.d, dv, s.d, false);
         if (m) {  // padded keys get no gradient
           for (int64_t t = 0; t < s.n; ++t) {
             if (m[t] != T(0)) continue;

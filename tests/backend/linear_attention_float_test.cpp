@@ -132,5 +132,45 @@ TEST(BidirectionalFloat, NonFinitePaddedKeysStayOut) {
   for (double x : grads.dq.to_double_vector()) ASSERT_TRUE(std::isfinite(x));
 }
 
+// [B, H, N, W] values stored as [B, N, H, W] (what splitting a projection into heads gives):
+// a permuted view with a dense last dim.
+Tensor heads_view(const Tensor& dense) {
+  return dense.permute({0, 2, 1, 3}).contiguous().permute({0, 2, 1, 3});
+}
+
+TEST(LinearAttentionLayout, HeadViewsGiveTheSameBitsAndTheOutputMergesHeadsForFree) {
+  Generator gen(33);
+  const int64_t b = 2, h = 3, n = 150, f = 16, d = 12;
+  const Tensor q = randn({b, h, n, f}, gen), k = randn({b, h, n, f}, gen),
+               v = randn({b, h, n, d}, gen), g = randn({b, h, n, d}, gen);
+  const Tensor qv = heads_view(q), kv = heads_view(k), vv = heads_view(v), gv = heads_view(g);
+  ASSERT_FALSE(vv.is_contiguous());
+  auto same_bits = [](const Tensor& a, const Tensor& b) {
+    return a.to_double_vector() == b.to_double_vector();
+  };
+  for (bool causal : {true, false}) {
+    const char* which = causal ? "causal" : "bidirectional";
+    const Tensor dense_out = causal ? backend::causal_linear_attention_forward(q, k, v, 64)
+                                    : backend::bidirectional_linear_attention_forward(q, k, v);
+    const Tensor view_out = causal ? backend::causal_linear_attention_forward(qv, kv, vv, 64)
+                                   : backend::bidirectional_linear_attention_forward(qv, kv, vv);
+    EXPECT_TRUE(same_bits(view_out, dense_out)) << which;
+    // Stored as [B, N, H, D]: merging heads back is a view, not a copy.
+    EXPECT_TRUE(view_out.permute({0, 2, 1, 3}).is_contiguous()) << which;
+    const auto dense_grads = causal ? backend::causal_linear_attention_backward(q, k, v, g, 64)
+                                    : backend::bidirectional_linear_attention_backward(q, k, v, g);
+    const auto view_grads = causal
+                                ? backend::causal_linear_attention_backward(qv, kv, vv, gv, 64)
+                                : backend::bidirectional_linear_attention_backward(qv, kv, vv, gv);
+    EXPECT_TRUE(same_bits(view_grads.dq, dense_grads.dq)) << which << " dq";
+    EXPECT_TRUE(same_bits(view_grads.dk, dense_grads.dk)) << which << " dk";
+    EXPECT_TRUE(same_bits(view_grads.dv, dense_grads.dv)) << which << " dv";
+  }
+  // A strided last dim is copied, not misread.
+  const Tensor qt = q.transpose(2, 3).contiguous().transpose(2, 3);
+  EXPECT_TRUE(same_bits(backend::causal_linear_attention_forward(qt, k, v, 64),
+                        backend::causal_linear_attention_forward(q, k, v, 64)));
+}
+
 }  // namespace
 }  // namespace rota
