@@ -60,6 +60,11 @@ void force_bf16_matmul_emulation(bool emulate) {
   if (emulate) g_emulation_reported.store(false);
 }
 
+bool product_in_bf16(const Tensor& a, const Tensor& b) {
+  return matmul_precision() == MatmulPrecision::kBF16 && a.dtype() == DType::kF32 &&
+         b.dtype() == DType::kF32;
+}
+
 Tensor round_to_bf16_operand(const Tensor& t) {
   ROTA_CHECK(t.dtype() == DType::kF32, "bf16 matmul: operand dtype {} (expected f32)",
              dtype_name(t.dtype()));

@@ -20,6 +20,10 @@ enum class MatmulPrecision {
   kBF16,
 };
 
+/// True when a product of these operands computes in bf16: the setting is kBF16 and both are f32
+/// (f64 gradient checks and explicit bf16 operands run as given).
+bool product_in_bf16(const Tensor& a, const Tensor& b);
+
 /// "f32" or "bf16".
 const char* matmul_precision_name(MatmulPrecision precision);
 

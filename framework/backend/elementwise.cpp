@@ -319,6 +319,19 @@ Tensor unary_backward(UnaryOp op, const Tensor& x_in, const Tensor& y_in, const 
   return gx;
 }
 
+void unary_array(UnaryOp op, const float* x, float* y, int64_t n, float param) {
+  dispatch_unary(op, [&](auto op_constant) {
+    constexpr UnaryOp kOp = decltype(op_constant)::value;
+    if constexpr (kHasVecmathForward<kOp>) {
+      vecmath_forward<kOp>(x, y, n, param);
+    } else {
+      // The same loop unary_loop runs.
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = unary_value<kOp, float>(x[i], param);
+    }
+  });
+}
+
 bool derivative_needs_only_input(UnaryOp op) {
   return op == UnaryOp::kRelu || op == UnaryOp::kGeluErf || op == UnaryOp::kGeluTanh ||
          op == UnaryOp::kSilu;

@@ -41,6 +41,9 @@ Tensor unary(UnaryOp op, const Tensor& x, double param = 0.0);
 /// All three have the same shape.
 Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
                       double param = 0.0);
+/// y[i] = op(x[i]) over [n] f32 arrays on the calling thread: bit for bit what unary gives.
+/// For fused kernels that process rows in chunks.
+void unary_array(UnaryOp op, const float* x, float* y, int64_t n, float param = 0.0f);
 /// True for the activations whose derivative depends on x alone: kRelu, kGeluErf, kGeluTanh,
 /// kSilu (the ones unary_backward_array takes).
 bool derivative_needs_only_input(UnaryOp op);

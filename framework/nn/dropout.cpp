@@ -11,7 +11,7 @@ Dropout::Dropout(double p, std::shared_ptr<Generator> gen) : p_(p), gen_(std::mo
 }
 
 Variable Dropout::forward(const Variable& x) const {
-  if (!is_training() || p_ == 0.0) return x;
+  if (!active()) return x;
   return dropout(x, p_, *gen_, true);
 }
 

@@ -16,6 +16,8 @@ class Dropout : public Module {
   Dropout(double p, std::shared_ptr<Generator> gen);
   Variable forward(const Variable& x) const;
   double p() const { return p_; }
+  /// True when forward changes its input (training mode and p > 0).
+  bool active() const { return is_training() && p_ != 0.0; }
 
  private:
   double p_;

@@ -2,6 +2,7 @@
 #include "framework/nn/feed_forward.h"
 
 #include "framework/autograd/ops/elementwise.h"
+#include "framework/autograd/ops/feed_forward.h"
 #include "framework/autograd/ops/matmul.h"
 
 namespace rota::nn {
@@ -63,9 +64,13 @@ backend::UnaryOp activation_op(Activation activation) {
 Variable FeedForward::forward(const Variable& x) const {
   ROTA_CHECK(x.dim() >= 1 && x.size(-1) == options_.dim,
              "FeedForward: input {} does not end in dim = {}", shape_str(x.shape()), options_.dim);
-  // fc1 and the activation as one op (the same values as fc1 then the activation).
-  const Variable hidden =
-      linear_activation(x, fc1_->weight(), fc1_->bias(), activation_op(options_.activation));
+  const backend::UnaryOp act = activation_op(options_.activation);
+  if (!dropout_->active()) {
+    // Both products and the activation as one op (same values as the layers one by one).
+    return feed_forward(x, fc1_->weight(), fc1_->bias(), fc2_->weight(), fc2_->bias(), act);
+  }
+  // fc1 and the activation as one op, dropout, fc2.
+  const Variable hidden = linear_activation(x, fc1_->weight(), fc1_->bias(), act);
   return fc2_->forward(dropout_->forward(hidden));
 }
 

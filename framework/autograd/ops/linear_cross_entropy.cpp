@@ -38,8 +38,7 @@ Variable linear_cross_entropy(const Variable& hidden, const Variable& weight, co
   options.grad_bias = has_bias && rec.needs[2];
 
   // Under kBF16, f32 operands are rounded once here (not per tile); the bias stays f32.
-  const bool bf16 = matmul_precision() == MatmulPrecision::kBF16 && hidden.dtype() == DType::kF32 &&
-                    weight.dtype() == DType::kF32;
+  const bool bf16 = product_in_bf16(hidden.data(), weight.data());
   options.round_dlogits_to_bf16 = bf16;
   const Tensor hidden_in = bf16 ? round_to_bf16_operand(hidden.data()) : hidden.data();
   const Tensor weight_in = bf16 ? round_to_bf16_operand(weight.data()) : weight.data();

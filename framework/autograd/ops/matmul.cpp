@@ -3,9 +3,9 @@
 
 #include "framework/autograd/function.h"
 #include "framework/autograd/precision.h"
-#include "framework/backend/activation_backward.h"
 #include "framework/backend/convert.h"
 #include "framework/backend/elementwise.h"
+#include "framework/backend/fused_activation.h"
 #include "framework/backend/matmul.h"
 #include "framework/backend/reduce.h"
 
@@ -19,13 +19,6 @@ Shape leading_dims(const Shape& shape, size_t trailing) {
   return Shape(shape.begin(), shape.end() - static_cast<int64_t>(trailing));
 }
 
-// True when a product of these operands computes in bf16: the setting is kBF16 and both are
-// f32 (f64 gradient checks and explicit bf16 operands run as given).
-bool computes_in_bf16(const Tensor& a, const Tensor& b) {
-  return matmul_precision() == MatmulPrecision::kBF16 && a.dtype() == DType::kF32 &&
-         b.dtype() == DType::kF32;
-}
-
 // What the products multiply: the operand itself, or its bf16 rounding (cast once, then used
 // by the forward and saved for the backward: half the bytes of the f32 original).
 Tensor compute_operand(const Tensor& t, bool bf16) {
@@ -36,7 +29,7 @@ Tensor compute_operand(const Tensor& t, bool bf16) {
 
 Variable matmul(const Variable& a, const Variable& bv, bool transpose_a, bool transpose_b) {
   const OpRecord rec = inspect_inputs({a, bv});
-  const bool bf16 = computes_in_bf16(a.data(), bv.data());
+  const bool bf16 = product_in_bf16(a.data(), bv.data());
   const Tensor a_in = compute_operand(a.data(), bf16);
   const Tensor b_in = compute_operand(bv.data(), bf16);
   Tensor out = b::matmul(a_in, b_in, transpose_a, transpose_b);
@@ -97,7 +90,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   const std::vector<Variable> inputs =
       has_bias ? std::vector<Variable>{x, weight, bias} : std::vector<Variable>{x, weight};
   const OpRecord rec = inspect_inputs(inputs);
-  const bool bf16 = computes_in_bf16(x.data(), weight.data());
+  const bool bf16 = product_in_bf16(x.data(), weight.data());
   const Tensor x_in = compute_operand(x.data(), bf16);
   const Tensor w_in = compute_operand(weight.data(), bf16);
   // The bias stays f32 either way: oneDNN adds it to the f32 accumulator.
@@ -145,7 +138,7 @@ Variable linear_activation(const Variable& x, const Variable& weight, const Vari
              b::unary_op_name(act));
   const std::vector<Variable> inputs{x, weight, bias};
   const OpRecord rec = inspect_inputs(inputs);
-  const bool bf16 = computes_in_bf16(x.data(), weight.data());
+  const bool bf16 = product_in_bf16(x.data(), weight.data());
   const Tensor x_in = compute_operand(x.data(), bf16);
   const Tensor w_in = compute_operand(weight.data(), bf16);
   const Tensor h = b::linear(x_in, w_in, bias.data());  // pre-activation, f32 (or f64)

@@ -1,11 +1,16 @@
-// Fused backward of linear → activation: the activation's gradient, its bias column sums and
-// (for bf16 products) its bf16 rounding in one pass over the rows.
+// Fused activation passes of a feed-forward block: the activation written straight to bf16 (the
+// operand of the next bf16 product), and the backward's activation gradient, bias column sums
+// and bf16 rounding in one pass over the rows.
 #pragma once
 
 #include "framework/backend/elementwise.h"
 #include "framework/tensor/tensor.h"
 
 namespace rota::backend {
+
+/// act(h) rounded to bf16, [same shape] bf16, in one pass (no f32 activation is stored):
+/// bit for bit to_bf16(unary(act, h)). h: f32, any shape and strides.
+Tensor activation_to_bf16(UnaryOp act, const Tensor& h);
 
 struct ActivationBackward {
   Tensor grad_input;   // [R, C]: dh = dy ⊙ act'(h), f32 — or bf16 when rounded

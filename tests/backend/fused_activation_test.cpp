@@ -1,6 +1,6 @@
 // activation_backward_with_column_sums: bit for bit the separate unary_backward, reduce_sum and
 // bf16 rounding, over row chunk edges, one column, strided inputs; bad inputs refused.
-#include "framework/backend/activation_backward.h"
+#include "framework/backend/fused_activation.h"
 
 #include <gtest/gtest.h>
 
@@ -35,6 +35,23 @@ TEST(ActivationBackwardWithColumnSums, SameBitsAsTheSeparatePasses) {
       }
     }
   }
+}
+
+TEST(ActivationToBf16, SameBitsAsActivationThenRounding) {
+  Generator gen(11);
+  for (UnaryOp act : {UnaryOp::kRelu, UnaryOp::kGeluErf, UnaryOp::kGeluTanh, UnaryOp::kSilu}) {
+    // 3·4100 elements: several 4096-element blocks and a partial one; and a strided view.
+    const Tensor h = randn({3, 4100}, gen, 0, 3);
+    for (const Tensor& x : {h, h.transpose(0, 1)}) {
+      const Tensor fused = backend::activation_to_bf16(act, x);
+      ASSERT_EQ(fused.dtype(), DType::kBF16);
+      ASSERT_EQ(fused.shape(), x.shape());
+      EXPECT_EQ(fused.to_double_vector(),
+                backend::to_bf16(backend::unary(act, x)).to_double_vector())
+          << backend::unary_op_name(act);
+    }
+  }
+  EXPECT_THROW(backend::activation_to_bf16(UnaryOp::kRelu, randn({2}, gen).to(DType::kF64)), Error);
 }
 
 TEST(ActivationBackwardWithColumnSums, ReadsStridedInputs) {

@@ -1,6 +1,6 @@
-// activation_backward_with_column_sums: per chunk of rows, the derivative into a cache-resident
-// buffer, its column partial sums, then the f32 or bf16 store.
-#include "framework/backend/activation_backward.h"
+// Fused activation passes: per chunk of elements or rows, the activation or its derivative into a
+// cache-resident buffer, column partial sums where needed, then the f32 or bf16 store.
+#include "framework/backend/fused_activation.h"
 
 #include <algorithm>
 #include <vector>
@@ -10,6 +10,26 @@
 #include "framework/backend/reduce.h"
 
 namespace rota::backend {
+
+Tensor activation_to_bf16(UnaryOp act, const Tensor& h_in) {
+  ROTA_CHECK(h_in.dtype() == DType::kF32, "activation_to_bf16: h is {} {}, expected f32",
+             dtype_name(h_in.dtype()), shape_str(h_in.shape()));
+  const Tensor h = h_in.contiguous();
+  Tensor out = Tensor::empty(h.shape(), DType::kBF16);
+  const float* src = h.data<float>();
+  BF16* dst = out.data<BF16>();
+  constexpr int64_t kBlock = 4096;  // elements per buffer: 16 KB, stays in L1
+  parallel_for((h.numel() + kBlock - 1) / kBlock, kBlock * 8, [&](int64_t b0, int64_t b1) {
+    float buffer[kBlock];
+    for (int64_t block = b0; block < b1; ++block) {
+      const int64_t begin = block * kBlock;
+      const int64_t n = std::min(kBlock, h.numel() - begin);
+      unary_array(act, src + begin, buffer, n);
+      float_to_bf16_array(buffer, dst + begin, n);
+    }
+  });
+  return out;
+}
 
 ActivationBackward activation_backward_with_column_sums(UnaryOp act, const Tensor& h_in,
                                                         const Tensor& dy_in, bool round_to_bf16) {

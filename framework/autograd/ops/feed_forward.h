@@ -1,0 +1,19 @@
+// The feed-forward block's products as one op: act(x·W1ᵀ + b1)·W2ᵀ + b2.
+#pragma once
+
+#include "framework/autograd/variable.h"
+#include "framework/backend/elementwise.h"
+
+namespace rota {
+
+/// y = act(x·w1ᵀ + b1)·w2ᵀ + b2 with no dropout between (nn::FeedForward uses it when its
+/// dropout is inactive). x: [..., E], w1: [H, E], b1: [H], w2: [E', H], b2: [E']; act: kRelu,
+/// kGeluErf, kGeluTanh or kSilu. Same values and gradients as linear_activation followed by
+/// linear, bit for bit; under bf16 the hidden activation is written once, already rounded to
+/// bf16 (the f32 activation the composed ops write and then round is never formed), and the
+/// backward fuses each bias gradient with the rounding of its output gradient. Saves the
+/// pre-activation h [..., H] (f32), the rounded activation and the product operands.
+Variable feed_forward(const Variable& x, const Variable& w1, const Variable& b1, const Variable& w2,
+                      const Variable& b2, backend::UnaryOp act);
+
+}  // namespace rota
