@@ -1,10 +1,15 @@
 // Linear attention and LRPE: per-token cost vs sequence length, chunked vs quadratic, fused
-// LRPE vs composed. Figures only (Google Benchmark); compare rows of one run.
+// LRPE vs composed, and the LRPE kernels alone. Figures only (Google Benchmark); compare rows
+// of one run.
+#include <cmath>
+#include <vector>
+
 #include <benchmark/benchmark.h>
 
 #include "framework/autograd/ops/linear_attention.h"
 #include "framework/autograd/ops/reduce.h"
 #include "framework/backend/linear_attention.h"
+#include "framework/backend/lrpe.h"
 #include "framework/backend/parallel.h"
 #include "framework/nn/position/lrpe.h"
 #include "framework/tensor/random.h"
@@ -106,6 +111,56 @@ void BM_LrpeComposed(benchmark::State& state) {
 }
 BENCHMARK(BM_LrpeFused)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LrpeComposed)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The fused LRPE kernels alone, forward and backward separately, in the benchmark model's
+// configuration (Type 2, adjacent pairs, Householder P) on f32 [8, 4, 512, 64]; the argument
+// is the position offset (0 for training, > 0 for cached generation).
+struct LrpeKernelInputs {
+  backend::LrpeKernelConfig config;
+  Tensor x, theta, w, grad_y;
+};
+
+LrpeKernelInputs lrpe_kernel_inputs(int64_t offset) {
+  Generator gen(4);
+  LrpeKernelInputs in;
+  in.config.offset = offset;
+  in.x = randn({8, kHeads, 512, kHeadDim}, gen);
+  in.grad_y = randn({8, kHeads, 512, kHeadDim}, gen);
+  std::vector<double> theta(kHeadDim / 2);
+  for (int64_t k = 0; k < kHeadDim / 2; ++k) theta[k] = std::pow(10000.0, -2.0 * k / kHeadDim);
+  in.theta = tensor_from(theta, {kHeadDim / 2}, DType::kF32);
+  const Tensor v = randn({kHeadDim}, gen, 0, 1, DType::kF64);
+  const std::vector<double> vv = v.to_double_vector();
+  double norm = 0;
+  for (double e : vv) norm += e * e;
+  std::vector<double> w(kHeadDim);
+  for (int64_t j = 0; j < kHeadDim; ++j) w[j] = vv[j] / std::sqrt(norm);
+  in.w = tensor_from(w, {kHeadDim}, DType::kF32);
+  return in;
+}
+
+void BM_LrpeKernelForward(benchmark::State& state) {
+  backend::init_runtime();
+  const LrpeKernelInputs in = lrpe_kernel_inputs(state.range(0));
+  for (auto _ : state) {
+    const Tensor y = backend::lrpe_forward(in.config, in.x, in.theta, in.w, Tensor());
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  state.SetItemsProcessed(state.iterations() * 8 * 512);
+}
+BENCHMARK(BM_LrpeKernelForward)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_LrpeKernelBackward(benchmark::State& state) {
+  backend::init_runtime();
+  const LrpeKernelInputs in = lrpe_kernel_inputs(state.range(0));
+  for (auto _ : state) {
+    const auto grads = backend::lrpe_backward(in.config, in.x, in.theta, in.w, Tensor(), in.grad_y);
+    benchmark::DoNotOptimize(grads.dx.raw_data());
+    benchmark::DoNotOptimize(grads.dtheta.raw_data());
+  }
+  state.SetItemsProcessed(state.iterations() * 8 * 512);
+}
+BENCHMARK(BM_LrpeKernelBackward)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace rota

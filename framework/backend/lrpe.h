@@ -50,7 +50,10 @@ struct LrpeGrads {
 /// Backward (lrpe.md section 6): gu = Λ(s)ᵀ gy; Type 1 gθ_j += s(gσ_j yc_j − gc_j yσ_j);
 /// Type 2 gθ_k += s(g1 y0 − g0 y1); Type 3 gu[π^s(j)] = gy[j]; Householder
 /// gx = gu − 2(gu·w)w and gw += −2[(x·w)gu + (gu·w)x]; odd-even gx[idx[j]] = gu[j].
-/// θ and w gradients are summed over every row with per-thread partials (deterministic).
+/// θ and w gradients are summed over every row in a fixed split of the rows into blocks (f32:
+/// float partial sums over at most 16 rows added into double per block), so results do not
+/// depend on the thread count. f32 runs the AVX-512, AVX2+FMA or portable build (run-time
+/// choice, ROTA_MAX_CPU_ISA caps it); f64 always the portable one.
 LrpeGrads lrpe_backward(const LrpeKernelConfig& config, const Tensor& x, const Tensor& theta,
                         const Tensor& w, const Tensor& permutation, const Tensor& grad_y);
 
