@@ -70,8 +70,10 @@ inline void outer_accumulate(T* m, const T* a, const T* b, int64_t f, int64_t d)
 
 // ---- Block products (small_gemm: register-tiled, cache-resident) ----
 
-// Rows of the intra-chunk products handled at once: the score block is [kRowBlock, ≤ C].
-constexpr int64_t kRowBlock = 64;
+// Rows of the intra-chunk products handled at once: the score block is [kRowBlock, ≤ C]. Row
+// block r of a chunk only multiplies the keys it can see, so smaller blocks skip more of the
+// masked triangle; 32 measured 5-10 % faster than 64 (fwd + bwd, C = 64), 16 no better.
+constexpr int64_t kRowBlock = 32;
 
 // C[M, N] (+)= A[M, K]·B[K, N]; A element (i, p) at a[i·ars + p·acs], B and C row-major.
 template <typename T>
