@@ -149,4 +149,35 @@ BENCHMARK(BM_RotaVsDirectPaired)
 
 }  // namespace
 
+// bf16 weight-gradient products dW = gᵀ·x (g: [R, Out], x: [R, In], R the long dim), with g
+// read as a transposed view (what linear's backward does) or stored transposed ([Out, R]).
+// Args {Out, R, In, g_transposed_view}.
+void BM_Bf16WeightGradient(benchmark::State& state) {
+  rota::backend::init_runtime();
+  const int64_t out = state.range(0), rows = state.range(1), in = state.range(2);
+  const bool view = state.range(3) != 0;
+  rota::Generator gen(2);
+  const Tensor g = rota::rand({rows, out}, gen, -1, 1).to(DType::kBF16);
+  const Tensor g_t = g.transpose(0, 1).contiguous();  // [Out, R]
+  const Tensor x = rota::rand({rows, in}, gen, -1, 1).to(DType::kBF16);
+  for (auto _ : state) {
+    Tensor c = view ? rota::backend::matmul(g, x, true, false) : rota::backend::matmul(g_t, x);
+    benchmark::DoNotOptimize(c.raw_data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(out * rows * in) * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Bf16WeightGradient)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Args({768, 4096, 256, 1})
+    ->Args({768, 4096, 256, 0})
+    ->Args({1024, 4096, 256, 1})
+    ->Args({1024, 4096, 256, 0})
+    ->Args({256, 4096, 1024, 1})
+    ->Args({256, 4096, 1024, 0})
+    ->Args({8192, 256, 256, 1})
+    ->Args({8192, 256, 256, 0});
+
 BENCHMARK_MAIN();

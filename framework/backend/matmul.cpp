@@ -391,4 +391,12 @@ int64_t matmul_operand_copies() {
   return operand_copy_count.load();
 }
 
+Tensor matmul_weight_gradient(const Tensor& g, const Tensor& x) {
+  ROTA_CHECK(g.dim() == 2 && x.dim() == 2 && g.size(0) == x.size(0),
+             "matmul_weight_gradient: g {} and x {} must be [R, Out] and [R, In]",
+             shape_str(g.shape()), shape_str(x.shape()));
+  if (x.size(1) > g.size(1)) return matmul(x, g, true, false).transpose(0, 1).contiguous();
+  return matmul(g, x, true, false);
+}
+
 }  // namespace rota::backend

@@ -1,4 +1,5 @@
 // Backend matmul / linear / matmul_accumulate vs a plain double loop; layouts, cache, errors.
+#include <array>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -7,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "framework/backend/matmul.h"
+#include "framework/tensor/error.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
 
@@ -527,6 +529,38 @@ TEST(MatmulErrors, MessagesNameTheOpAndShapes) {
         backend::matmul_accumulate(out, zeros({3, 4}), zeros({4, 6}));
       },
       "matmul_accumulate: out [3,5] f32 does not match the product [3,4] x [4,6] -> [3,6] f32");
+}
+
+}  // namespace
+}  // namespace rota
+
+namespace rota {
+namespace {
+
+// dW = gᵀ·x in either orientation (In > Out takes the transposed route) against a double loop.
+TEST(MatmulWeightGradient, BothOrientationsMatchTheDefinition) {
+  Generator gen(44);
+  for (auto [rows, out, in] :
+       std::vector<std::array<int64_t, 3>>{{37, 5, 9}, {37, 9, 5}, {64, 8, 8}}) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      const Tensor g = randn({rows, out}, gen, 0, 1, dtype);
+      const Tensor x = randn({rows, in}, gen, 0, 1, dtype);
+      const Tensor dw = backend::matmul_weight_gradient(g, x);
+      ASSERT_EQ(dw.shape(), Shape({out, in}));
+      ASSERT_TRUE(dw.is_contiguous());
+      const std::vector<double> gv = g.to_double_vector(), xv = x.to_double_vector(),
+                                got = dw.to_double_vector();
+      for (int64_t o = 0; o < out; ++o) {
+        for (int64_t i = 0; i < in; ++i) {
+          double want = 0;
+          for (int64_t r = 0; r < rows; ++r) want += gv[r * out + o] * xv[r * in + i];
+          EXPECT_NEAR(got[o * in + i], want, dtype == DType::kF64 ? 1e-12 : 1e-4)
+              << rows << "x" << out << "x" << in;
+        }
+      }
+    }
+  }
+  EXPECT_THROW(backend::matmul_weight_gradient(randn({3, 2}, gen), randn({4, 2}, gen)), Error);
 }
 
 }  // namespace

@@ -64,7 +64,8 @@ Variable feed_forward(const Variable& x, const Variable& w1, const Variable& b1,
                        if (needs[4]) grads[4] = b::reduce_sum(dy, {0}, /*keepdim=*/false);
                      }
                      // dW2 = dyᵀ·a: [E', H]
-                     if (needs[3]) grads[3] = b::matmul(dy_in, a_in.reshape({rows, hidden}), true);
+                     if (needs[3])
+                       grads[3] = b::matmul_weight_gradient(dy_in, a_in.reshape({rows, hidden}));
                      if (!need_first) return grads;
                      // da = dy·W2: [R, H]; then the first product as linear_activation's backward.
                      const Tensor da = b::matmul(dy_in, w2_in);
@@ -83,7 +84,8 @@ Variable feed_forward(const Variable& x, const Variable& w1, const Variable& b1,
                      }
                      // dx = dh·W1: [R, E]; dW1 = dhᵀ·x: [H, E].
                      if (needs[0]) grads[0] = b::matmul(dh, w1_in).reshape(shape_x);
-                     if (needs[1]) grads[1] = b::matmul(dh, x_in.reshape({rows, e_in}), true);
+                     if (needs[1])
+                       grads[1] = b::matmul_weight_gradient(dh, x_in.reshape({rows, e_in}));
                      return grads;
                    });
 }

@@ -122,9 +122,9 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
         }
         // dx = g·W: [R, In].
         if (needs[0]) grads[0] = b::matmul(g_in, wd).reshape(shape_x);
-        // dW = gᵀ·x: [Out, In], the transpose read through strides.
+        // dW = gᵀ·x: [Out, In] (matmul_weight_gradient picks the faster orientation).
         if (needs[1]) {
-          grads[1] = b::matmul(g_in, xd.reshape({rows, in_features}), /*transpose_a=*/true);
+          grads[1] = b::matmul_weight_gradient(g_in, xd.reshape({rows, in_features}));
         }
         return grads;
       });
@@ -173,7 +173,7 @@ Variable linear_activation(const Variable& x, const Variable& weight, const Vari
         if (!needs[2]) grads[2] = Tensor();
         // dx = dh·W: [R, In]; dW = dhᵀ·x: [Out, In].
         if (needs[0]) grads[0] = b::matmul(dh, wd).reshape(shape_x);
-        if (needs[1]) grads[1] = b::matmul(dh, xd.reshape({rows, in_features}), true);
+        if (needs[1]) grads[1] = b::matmul_weight_gradient(dh, xd.reshape({rows, in_features}));
         return grads;
       });
 }
