@@ -176,6 +176,9 @@ struct TileArgs {
   T on_target = 1;             // 1-ε
 };
 
+// Terms of Σ exp summed in the working precision before the double total (see softmax_rows).
+constexpr int64_t kExpSumChunk = 256;
+
 template <typename T>
 inline T exp_kernel(T x) {
   if constexpr (std::is_same_v<T, float>) {
@@ -207,13 +210,20 @@ inline void softmax_rows(const TileArgs<T>& a, int64_t begin, int64_t end) {
 #pragma omp simd reduction(+ : sum_z)
       for (int64_t c = 0; c < classes; ++c) sum_z += static_cast<double>(zr[c]);
     }
-    // Σ exp accumulated in double: vocab-sized sums stay exact to f32 precision.
+    // Σ exp: chunks of kExpSumChunk terms summed in T (per-lane partials of a few terms, so f32
+    // chunk sums are within a few ulps), chunk sums added in double, so vocab-sized sums stay
+    // accurate to f32 precision without converting every term to double in the vector loop.
     double sum_exp = 0;
-#pragma omp simd reduction(+ : sum_exp)
-    for (int64_t c = 0; c < classes; ++c) {
-      const T e = exp_kernel<T>(zr[c] - m);
-      zr[c] = e;
-      sum_exp += static_cast<double>(e);
+    for (int64_t c0 = 0; c0 < classes; c0 += kExpSumChunk) {
+      const int64_t c1 = std::min(classes, c0 + kExpSumChunk);
+      T chunk_sum = 0;
+#pragma omp simd reduction(+ : chunk_sum)
+      for (int64_t c = c0; c < c1; ++c) {
+        const T e = exp_kernel<T>(zr[c] - m);
+        zr[c] = e;
+        chunk_sum += e;
+      }
+      sum_exp += static_cast<double>(chunk_sum);
     }
     const double lse = static_cast<double>(m) + std::log(sum_exp);
     double loss = (1.0 - a.smoothing) * (lse - z_target);
