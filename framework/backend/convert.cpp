@@ -65,13 +65,21 @@ Bf16WithColumnSums to_bf16_with_column_sums(const Tensor& x) {
       float_to_bf16_array(src + r0 * cols, dst + r0 * cols, (r1 - r0) * cols);
     }
   });
+  out.column_sums = column_sums_from_chunks(partial, chunks, cols);
+  return out;
+}
+
+Tensor column_sums_from_chunks(const std::vector<float>& partial, int64_t chunks, int64_t cols) {
+  ROTA_CHECK(static_cast<int64_t>(partial.size()) == chunks * cols,
+             "column_sums_from_chunks: {} partial sums for {} chunks of {} columns", partial.size(),
+             chunks, cols);
   std::vector<double> totals(cols, 0.0);
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     const float* sums = partial.data() + chunk * cols;
     for (int64_t c = 0; c < cols; ++c) totals[c] += sums[c];
   }
-  out.column_sums = Tensor::empty({cols}, DType::kF32);
-  float* column_sums = out.column_sums.data<float>();
+  Tensor out = Tensor::empty({cols}, DType::kF32);
+  float* column_sums = out.data<float>();
   for (int64_t c = 0; c < cols; ++c) column_sums[c] = static_cast<float>(totals[c]);
   return out;
 }

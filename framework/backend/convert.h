@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "framework/tensor/tensor.h"
 
@@ -25,5 +26,10 @@ struct Bf16WithColumnSums {
 /// the gradient twice. Bit for bit to_bf16(x) and reduce_sum(x, {0}): rows are summed in
 /// chunks of kSumChunk in f32, chunk sums added in double in row order (thread-independent).
 Bf16WithColumnSums to_bf16_with_column_sums(const Tensor& x);
+
+/// The last step of a chunked column sum: partial [chunks, C] holds the f32 sum of each chunk
+/// of kSumChunk rows; the chunk sums are added in double in chunk order and rounded to f32,
+/// giving reduce_sum(x, {0})'s bits. Shared by the fused kernels that sum columns.
+Tensor column_sums_from_chunks(const std::vector<float>& partial, int64_t chunks, int64_t cols);
 
 }  // namespace rota::backend

@@ -76,14 +76,7 @@ ActivationBackward activation_backward_with_column_sums(UnaryOp act, const Tenso
       }
     }
   });
-  std::vector<double> totals(cols, 0.0);
-  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-    const float* sums = partial.data() + chunk * cols;
-    for (int64_t c = 0; c < cols; ++c) totals[c] += sums[c];
-  }
-  out.column_sums = Tensor::empty({cols}, DType::kF32);
-  float* column_sums = out.column_sums.data<float>();
-  for (int64_t c = 0; c < cols; ++c) column_sums[c] = static_cast<float>(totals[c]);
+  out.column_sums = column_sums_from_chunks(partial, chunks, cols);
   return out;
 }
 

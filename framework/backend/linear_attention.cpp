@@ -367,6 +367,23 @@ Rows<T> slice_rows(const Tensor& x, const std::vector<int64_t>& offsets, int64_t
   return {x.data<std::remove_const_t<T>>() + offsets[g], x.strides()[x.dim() - 2]};
 }
 
+// The operands as the kernels read them — q, k, v and a fourth tensor of v's shape (dO for a
+// backward, the freshly allocated output for a forward) — with every slice's first-row offset.
+struct SliceOperands {
+  Tensor q, k, v, x;
+  std::vector<int64_t> q_at, k_at, v_at, x_at;
+};
+
+SliceOperands slice_operands(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
+                             const Tensor& x_in) {
+  SliceOperands in{readable(q_in), readable(k_in), readable(v_in), readable(x_in), {}, {}, {}, {}};
+  in.q_at = slice_offsets(in.q);
+  in.k_at = slice_offsets(in.k);
+  in.v_at = slice_offsets(in.v);
+  in.x_at = slice_offsets(in.x);
+  return in;
+}
+
 // The output of a [B, H, N, D] attention: stored as [B, N, H, D] and returned as its permuted
 // view, so merging the heads back into [B, N, E] is free; other ranks are dense.
 Tensor attention_output(const Tensor& v) {
@@ -382,12 +399,8 @@ Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, c
   const char* op = "causal_linear_attention";
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
-  const Tensor q = readable(q_in);
-  const Tensor k = readable(k_in);
-  const Tensor v = readable(v_in);
-  Tensor o = attention_output(v);
-  const std::vector<int64_t> q_at = slice_offsets(q), k_at = slice_offsets(k),
-                             v_at = slice_offsets(v), o_at = slice_offsets(o);
+  const auto [q, k, v, o, q_at, k_at, v_at, o_at] =
+      slice_operands(q_in, k_in, v_in, attention_output(v_in));
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const std::vector<T> powers = decay_powers<T>(op, decay, q, chunk_size);
@@ -413,15 +426,10 @@ LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const 
   ROTA_CHECK(g_in.shape() == v_in.shape(), "{}: grad {} for output {}", op, shape_str(g_in.shape()),
              shape_str(v_in.shape()));
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
-  const Tensor q = readable(q_in);
-  const Tensor k = readable(k_in);
-  const Tensor v = readable(v_in);
-  const Tensor g = readable(g_in);
+  const auto [q, k, v, g, q_at, k_at, v_at, g_at] = slice_operands(q_in, k_in, v_in, g_in);
   LinearAttentionGrads grads{Tensor::empty(q.shape(), q.dtype()),
                              Tensor::empty(k.shape(), k.dtype()),
                              Tensor::empty(v.shape(), v.dtype())};
-  const std::vector<int64_t> q_at = slice_offsets(q), k_at = slice_offsets(k),
-                             v_at = slice_offsets(v), g_at = slice_offsets(g);
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const std::vector<T> powers = decay_powers<T>(op, decay, q, chunk_size);
@@ -508,12 +516,8 @@ Tensor bidirectional_linear_attention_forward(const Tensor& q_in, const Tensor& 
                                               const Tensor& v_in, const Tensor& key_mask) {
   const char* op = "bidirectional_linear_attention";
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
-  const Tensor q = readable(q_in);
-  const Tensor k = readable(k_in);
-  const Tensor v = readable(v_in);
-  Tensor o = attention_output(v);
-  const std::vector<int64_t> q_at = slice_offsets(q), k_at = slice_offsets(k),
-                             v_at = slice_offsets(v), o_at = slice_offsets(o);
+  const auto [q, k, v, o, q_at, k_at, v_at, o_at] =
+      slice_operands(q_in, k_in, v_in, attention_output(v_in));
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const std::vector<T> mask = mask_values<T>(key_mask, q, op);
@@ -548,15 +552,10 @@ LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q_in,
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
   ROTA_CHECK(g_in.shape() == v_in.shape(), "{}: grad {} for output {}", op, shape_str(g_in.shape()),
              shape_str(v_in.shape()));
-  const Tensor q = readable(q_in);
-  const Tensor k = readable(k_in);
-  const Tensor v = readable(v_in);
-  const Tensor g = readable(g_in);
+  const auto [q, k, v, g, q_at, k_at, v_at, g_at] = slice_operands(q_in, k_in, v_in, g_in);
   LinearAttentionGrads grads{Tensor::empty(q.shape(), q.dtype()),
                              Tensor::empty(k.shape(), k.dtype()),
                              Tensor::empty(v.shape(), v.dtype())};
-  const std::vector<int64_t> q_at = slice_offsets(q), k_at = slice_offsets(k),
-                             v_at = slice_offsets(v), g_at = slice_offsets(g);
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const std::vector<T> mask = mask_values<T>(key_mask, q, op);
