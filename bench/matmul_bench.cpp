@@ -164,9 +164,8 @@ void BM_Bf16WeightGradient(benchmark::State& state) {
     Tensor c = view ? rota::backend::matmul(g, x, true, false) : rota::backend::matmul(g_t, x);
     benchmark::DoNotOptimize(c.raw_data());
   }
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * static_cast<double>(out * rows * in) * 1e-9,
-                         benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(out * rows * in) * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Bf16WeightGradient)
     ->UseRealTime()

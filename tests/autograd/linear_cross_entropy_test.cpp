@@ -17,6 +17,7 @@
 #include "framework/autograd/precision.h"
 #include "framework/tensor/random.h"
 #include "framework/tensor/storage.h"
+#include "tests/support/expect_error.h"
 
 namespace rota {
 namespace {
@@ -249,14 +250,7 @@ INSTANTIATE_TEST_SUITE_P(Paths, LinearCrossEntropyBf16, ::testing::Values(false,
 
 // ---- errors ----
 
-void expect_error(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    FAIL() << "expected an error containing: " << fragment;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using rota::testing::expect_error;
 
 TEST(LinearCrossEntropyOp, BadInputsAreErrorsNamingTheOpAndShapes) {
   const Variable hidden(zeros({2, 3, 5}), true);

@@ -12,6 +12,7 @@
 #include "framework/backend/elementwise.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/gradcheck.h"
 
 namespace rota {
@@ -249,14 +250,7 @@ TEST(CrossEntropy, UniformLogitsGiveLogC) {
   EXPECT_NEAR(cross_entropy(Variable(logits), targets, -100, 0.3).item(), std::log(8.0), 1e-12);
 }
 
-void expect_error(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    FAIL() << "expected an error containing: " << fragment;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using rota::testing::expect_error;
 
 TEST(CrossEntropy, BadInputsAreErrors) {
   const Variable logits(zeros({3, 5}));

@@ -10,23 +10,15 @@
 #include "framework/backend/linear_attention.h"
 #include "framework/backend/vector_math.h"
 #include "framework/tensor/random.h"
+#include "tests/support/allclose.h"
 
 namespace rota {
 namespace {
 
-// ‖f32 − f64‖∞ / ‖f64‖∞: a wrong mask, block edge or decay power gives O(1), f32 rounding of
-// sums of ≤ a few thousand products stays near 1e-6.
-double relative_error(const Tensor& got32, const Tensor& want64) {
-  const std::vector<double> a = got32.to_double_vector(), b = want64.to_double_vector();
-  EXPECT_EQ(a.size(), b.size());
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    diff = std::max(diff, std::abs(a[i] - b[i]));
-    scale = std::max(scale, std::abs(b[i]));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
+using rota::testing::max_relative_error;
 
+// Bound on ‖f32 − f64‖∞ / ‖f64‖∞: a wrong mask, block edge or decay power gives O(1), f32
+// rounding of sums of ≤ a few thousand products stays near 1e-6.
 constexpr double kTolerance = 2e-5;
 
 struct FloatCase {
@@ -62,15 +54,15 @@ TEST_P(CausalFloat, ForwardAndBackwardMatchDouble) {
                g64 = g32.to(DType::kF64);
   const std::string isa = backend::vecmath::isa_name(backend::vecmath::best_isa());
   EXPECT_LE(
-      relative_error(backend::causal_linear_attention_forward(q32, k32, v32, c.chunk, decay32),
-                     backend::causal_linear_attention_forward(q64, k64, v64, c.chunk, decay64)),
+      max_relative_error(backend::causal_linear_attention_forward(q32, k32, v32, c.chunk, decay32),
+                         backend::causal_linear_attention_forward(q64, k64, v64, c.chunk, decay64)),
       kTolerance)
       << isa;
   const auto got = backend::causal_linear_attention_backward(q32, k32, v32, g32, c.chunk, decay32);
   const auto want = backend::causal_linear_attention_backward(q64, k64, v64, g64, c.chunk, decay64);
-  EXPECT_LE(relative_error(got.dq, want.dq), kTolerance) << isa << " dq";
-  EXPECT_LE(relative_error(got.dk, want.dk), kTolerance) << isa << " dk";
-  EXPECT_LE(relative_error(got.dv, want.dv), kTolerance) << isa << " dv";
+  EXPECT_LE(max_relative_error(got.dq, want.dq), kTolerance) << isa << " dq";
+  EXPECT_LE(max_relative_error(got.dk, want.dk), kTolerance) << isa << " dk";
+  EXPECT_LE(max_relative_error(got.dv, want.dv), kTolerance) << isa << " dv";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -97,17 +89,17 @@ TEST(BidirectionalFloat, ForwardAndBackwardMatchDoubleWithAndWithoutMask) {
   const Tensor mask_t = tensor_from(mask, {b, n}, DType::kF32);
   for (const Tensor& m : {Tensor(), mask_t}) {
     const char* which = m.defined() ? "masked" : "unmasked";
-    EXPECT_LE(relative_error(backend::bidirectional_linear_attention_forward(q, k, v, m),
-                             backend::bidirectional_linear_attention_forward(
-                                 q.to(DType::kF64), k.to(DType::kF64), v.to(DType::kF64), m)),
+    EXPECT_LE(max_relative_error(backend::bidirectional_linear_attention_forward(q, k, v, m),
+                                 backend::bidirectional_linear_attention_forward(
+                                     q.to(DType::kF64), k.to(DType::kF64), v.to(DType::kF64), m)),
               kTolerance)
         << which;
     const auto got = backend::bidirectional_linear_attention_backward(q, k, v, g, m);
     const auto want = backend::bidirectional_linear_attention_backward(
         q.to(DType::kF64), k.to(DType::kF64), v.to(DType::kF64), g.to(DType::kF64), m);
-    EXPECT_LE(relative_error(got.dq, want.dq), kTolerance) << which << " dq";
-    EXPECT_LE(relative_error(got.dk, want.dk), kTolerance) << which << " dk";
-    EXPECT_LE(relative_error(got.dv, want.dv), kTolerance) << which << " dv";
+    EXPECT_LE(max_relative_error(got.dq, want.dq), kTolerance) << which << " dq";
+    EXPECT_LE(max_relative_error(got.dk, want.dk), kTolerance) << which << " dk";
+    EXPECT_LE(max_relative_error(got.dv, want.dv), kTolerance) << which << " dv";
   }
 }
 
@@ -127,7 +119,7 @@ TEST(BidirectionalFloat, NonFinitePaddedKeysStayOut) {
   k.slice(2, n - 1, n).fill(std::numeric_limits<double>::infinity());
   v.slice(2, n - 1, n).fill(std::numeric_limits<double>::quiet_NaN());
   const Tensor dirty = backend::bidirectional_linear_attention_forward(q, k, v, mask_t);
-  EXPECT_EQ(relative_error(dirty, clean), 0.0);
+  EXPECT_EQ(max_relative_error(dirty, clean), 0.0);
   const auto grads = backend::bidirectional_linear_attention_backward(q, k, v, g, mask_t);
   for (double x : grads.dq.to_double_vector()) ASSERT_TRUE(std::isfinite(x));
 }

@@ -16,6 +16,7 @@
 #include "framework/backend/reduce.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
+#include "tests/support/expect_error.h"
 
 namespace rota {
 namespace {
@@ -357,14 +358,7 @@ TEST(LinearCrossEntropyBf16, F32OperandsWithRoundingFlagTakeThePortablePath) {
 
 // ---- errors ----
 
-void expect_error(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    FAIL() << "expected an error containing: " << fragment;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using rota::testing::expect_error;
 
 TEST(LinearCrossEntropy, BadInputsAreErrorsNamingTheOpAndShapes) {
   const Tensor h = zeros({2, 3, 5});

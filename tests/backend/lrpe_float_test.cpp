@@ -12,9 +12,12 @@
 #include "framework/backend/parallel.h"
 #include "framework/backend/vector_math.h"
 #include "framework/tensor/random.h"
+#include "tests/support/allclose.h"
 
 namespace rota {
 namespace {
+
+using rota::testing::max_relative_error;
 
 using backend::LrpeCore;
 using backend::LrpeKernelConfig;
@@ -102,18 +105,6 @@ Inputs make_inputs(const Variant& v, const Case& s, uint64_t seed) {
 
 Tensor as_f32(const Tensor& t) {
   return t.defined() ? t.to(DType::kF32) : Tensor();
-}
-
-// ‖got − want‖∞ / ‖want‖∞.
-double relative_error(const Tensor& got, const Tensor& want) {
-  const std::vector<double> a = got.to_double_vector(), b = want.to_double_vector();
-  EXPECT_EQ(a.size(), b.size());
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    diff = std::max(diff, std::abs(a[i] - b[i]));
-    scale = std::max(scale, std::abs(b[i]));
-  }
-  return scale > 0 ? diff / scale : diff;
 }
 
 // ---- f64 reference from lrpe.md sections 3, 4 and 6, one row at a time ----
@@ -232,18 +223,19 @@ TEST_P(LrpeVariants, DoubleKernelsMatchReference) {
     const int64_t rows = s.g * s.n;
     const std::string where = "D=" + std::to_string(s.d);
     const Tensor y = backend::lrpe_forward(in.config, in.x, in.theta, in.w, in.perm);
-    EXPECT_LE(relative_error(y, tensor_from(want.y, {rows, in.f}, DType::kF64)), kTolerance)
+    EXPECT_LE(max_relative_error(y, tensor_from(want.y, {rows, in.f}, DType::kF64)), kTolerance)
         << where << " y";
     const auto grads = backend::lrpe_backward(in.config, in.x, in.theta, in.w, in.perm, in.grad_y);
-    EXPECT_LE(relative_error(grads.dx, tensor_from(want.dx, {rows, s.d}, DType::kF64)), kTolerance)
+    EXPECT_LE(max_relative_error(grads.dx, tensor_from(want.dx, {rows, s.d}, DType::kF64)),
+              kTolerance)
         << where << " dx";
     if (v.core != LrpeCore::kPermutation) {
-      EXPECT_LE(relative_error(grads.dtheta, tensor_from(want.dtheta, {in.m}, DType::kF64)),
+      EXPECT_LE(max_relative_error(grads.dtheta, tensor_from(want.dtheta, {in.m}, DType::kF64)),
                 kTolerance)
           << where << " dtheta";
     }
     if (v.mix == LrpeMix::kHouseholder) {
-      EXPECT_LE(relative_error(grads.dw, tensor_from(want.dw, {s.d}, DType::kF64)), kTolerance)
+      EXPECT_LE(max_relative_error(grads.dw, tensor_from(want.dw, {s.d}, DType::kF64)), kTolerance)
           << where << " dw";
     }
   }
@@ -272,18 +264,18 @@ void expect_float_matches_double(const Variant& v, const Inputs& in, const std::
   const Tensor y32 = backend::lrpe_forward(in.config, x32, th32, w32, in.perm);
   const Tensor y64 = backend::lrpe_forward(in.config, in.x, in.theta, in.w, in.perm);
   ASSERT_EQ(y32.dtype(), DType::kF32);
-  EXPECT_LE(relative_error(y32, y64), kValueTolerance) << isa << " " << where << " y";
+  EXPECT_LE(max_relative_error(y32, y64), kValueTolerance) << isa << " " << where << " y";
   const auto got = backend::lrpe_backward(in.config, x32, th32, w32, in.perm, g32);
   const auto want = backend::lrpe_backward(in.config, in.x, in.theta, in.w, in.perm, in.grad_y);
-  EXPECT_LE(relative_error(got.dx, want.dx), kValueTolerance) << isa << " " << where << " dx";
+  EXPECT_LE(max_relative_error(got.dx, want.dx), kValueTolerance) << isa << " " << where << " dx";
   if (v.core != LrpeCore::kPermutation) {
     ASSERT_EQ(got.dtheta.dtype(), DType::kF32);
-    EXPECT_LE(relative_error(got.dtheta, want.dtheta), kSumTolerance)
+    EXPECT_LE(max_relative_error(got.dtheta, want.dtheta), kSumTolerance)
         << isa << " " << where << " dtheta";
   }
   if (v.mix == LrpeMix::kHouseholder) {
     ASSERT_EQ(got.dw.dtype(), DType::kF32);
-    EXPECT_LE(relative_error(got.dw, want.dw), kSumTolerance) << isa << " " << where << " dw";
+    EXPECT_LE(max_relative_error(got.dw, want.dw), kSumTolerance) << isa << " " << where << " dw";
   }
 }
 

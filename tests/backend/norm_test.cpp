@@ -11,6 +11,7 @@
 #include "framework/backend/parallel.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
+#include "tests/support/expect_error.h"
 
 namespace rota {
 namespace {
@@ -221,14 +222,7 @@ TEST(NormBackward, OnlyRequestedGradientsAreComputed) {
   EXPECT_FALSE(grads.dbias.defined());
 }
 
-void expect_error(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    FAIL() << "expected an error containing: " << fragment;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using rota::testing::expect_error;
 
 TEST(NormErrors, BadParametersNameTheOpAndShapes) {
   const Tensor x = zeros({2, 3, 4});

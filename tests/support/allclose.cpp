@@ -1,7 +1,9 @@
 // allclose assertion.
 #include "tests/support/allclose.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -36,6 +38,17 @@ namespace rota::testing {
              "{} of {} elements differ (rtol {}, atol {}); worst at flat index {}: "
              "actual {:.9g} expected {:.9g} (abs err {:.3g})",
              bad, a.size(), rtol, atol, worst, a[worst], e[worst], std::abs(a[worst] - e[worst]));
+}
+
+double max_relative_error(const Tensor& actual, const Tensor& expected) {
+  const std::vector<double> a = actual.to_double_vector(), b = expected.to_double_vector();
+  EXPECT_EQ(a.size(), b.size());
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff = std::max(diff, std::abs(a[i] - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  return scale > 0 ? diff / scale : diff;
 }
 
 }  // namespace rota::testing

@@ -12,4 +12,10 @@ namespace rota::testing {
 ::testing::AssertionResult allclose(const Tensor& actual, const Tensor& expected,
                                     double rtol = 1e-5, double atol = 1e-8);
 
+/// ‖actual − expected‖∞ / ‖expected‖∞ (the absolute difference when expected is all zeros): one
+/// error figure for comparing a fast kernel's f32 result with a reference. Elements are compared
+/// in order (shapes may differ, e.g. [B, N, F] vs a flat [B·N, F] reference); a different
+/// element count adds a test failure.
+double max_relative_error(const Tensor& actual, const Tensor& expected);
+
 }  // namespace rota::testing
