@@ -2,27 +2,20 @@
 #include "framework/backend/convert.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "framework/backend/parallel.h"
 #include "framework/backend/reduce.h"
+#include "framework/backend/vector_math.h"
 
 namespace rota::backend {
 
 void float_to_bf16_array(const float* src, BF16* dst, int64_t n) {
   static_assert(sizeof(BF16) == sizeof(uint16_t));
-  uint16_t* out = reinterpret_cast<uint16_t*>(dst);
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t u;
-    std::memcpy(&u, src + i, sizeof(u));
-    // Both results computed, one kept by mask (a `?:` over them would stay a branch).
-    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    const uint32_t quiet_nan = (u >> 16) | 0x40u;
-    const uint32_t is_nan = 0u - static_cast<uint32_t>((u & 0x7fffffffu) > 0x7f800000u);
-    out[i] = static_cast<uint16_t>((quiet_nan & is_nan) | (rounded & ~is_nan));
-  }
+  // The vector_math build for this CPU (16 lanes with AVX-512; the portable SSE2 build packs
+  // 8 per iteration with shuffles and was 4 % of a bf16 training step).
+  static const auto round = vecmath::kernels().round_to_bf16;
+  round(src, reinterpret_cast<uint16_t*>(dst), n);
 }
 
 Tensor to_bf16(const Tensor& t) {

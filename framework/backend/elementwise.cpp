@@ -8,6 +8,7 @@
 #include "framework/backend/parallel.h"
 #include "framework/backend/reduce.h"
 #include "framework/backend/vector_math.h"
+#include "framework/tensor/strided_loop.h"
 
 namespace rota::backend {
 
@@ -144,7 +145,10 @@ inline T unary_derivative(T x, T y, T p) {
   if constexpr (kOp == UnaryOp::kSigmoid) return y * (T(1) - y);
   if constexpr (kOp == UnaryOp::kRelu) return x > T(0) ? T(1) : T(0);
   if constexpr (kOp == UnaryOp::kElu) return x > T(0) ? T(1) : y + p;
-  if constexpr (kOp == UnaryOp::kOnePlusElu) return x > T(0) ? T(1) : y;
+  // From y alone (x > 0 ⇔ y = x + 1 > 1; x ≤ 0 ⇔ y = e^x ≤ 1, which both exps keep): the
+  // backward then never reads x, which is usually a strided view of the q/k projection. NaN
+  // fails the comparison and stays NaN.
+  if constexpr (kOp == UnaryOp::kOnePlusElu) return y > T(1) ? T(1) : y;
   if constexpr (kOp == UnaryOp::kGeluErf) {
     return T(0.5) * (T(1) + std::erf(x * T(kInvSqrt2))) + x * T(kInvSqrt2Pi) * std::exp(-x * x / 2);
   }
@@ -224,29 +228,40 @@ void vecmath_backward(const float* x, const float* g, float* gx, int64_t n) {
   if constexpr (kOp == UnaryOp::kGeluTanh) k.gelu_tanh_backward(x, g, gx, n);
 }
 
+// y = op(x) over [n] on the calling thread. x, y: [n]
+template <UnaryOp kOp, typename T>
+void unary_span(const T* x, T* y, int64_t n, T p) {
+  if constexpr (std::is_same_v<T, float> && kHasVecmathForward<kOp>) {
+    vecmath_forward<kOp>(x, y, n, p);
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = unary_value<kOp, T>(x[i], p);
+  }
+}
+
+// gx = g · op'(x) over [n] on the calling thread (x is not read when the derivative comes
+// from y alone). x, y, g, gx: [n]
+template <UnaryOp kOp, typename T>
+void unary_backward_span(const T* x, const T* y, const T* g, T* gx, int64_t n, T p) {
+  if constexpr (std::is_same_v<T, float> && kHasVecmathBackward<kOp>) {
+    vecmath_backward<kOp>(x, g, gx, n);
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) gx[i] = g[i] * unary_derivative<kOp, T>(x[i], y[i], p);
+  }
+}
+
 template <UnaryOp kOp, typename T>
 void unary_loop(const T* x, T* y, int64_t n, T p) {
   parallel_for(n, unary_cost<kOp>(), [&](int64_t begin, int64_t end) {
-    if constexpr (std::is_same_v<T, float> && kHasVecmathForward<kOp>) {
-      vecmath_forward<kOp>(x + begin, y + begin, end - begin, p);
-    } else {
-#pragma omp simd
-      for (int64_t i = begin; i < end; ++i) y[i] = unary_value<kOp, T>(x[i], p);
-    }
+    unary_span<kOp, T>(x + begin, y + begin, end - begin, p);
   });
 }
 
 template <UnaryOp kOp, typename T>
 void unary_backward_loop(const T* x, const T* y, const T* g, T* gx, int64_t n, T p) {
   parallel_for(n, unary_cost<kOp>(), [&](int64_t begin, int64_t end) {
-    if constexpr (std::is_same_v<T, float> && kHasVecmathBackward<kOp>) {
-      vecmath_backward<kOp>(x + begin, g + begin, gx + begin, end - begin);
-    } else {
-#pragma omp simd
-      for (int64_t i = begin; i < end; ++i) {
-        gx[i] = g[i] * unary_derivative<kOp, T>(x[i], y[i], p);
-      }
-    }
+    unary_backward_span<kOp, T>(x + begin, y + begin, g + begin, gx + begin, end - begin, p);
   });
 }
 
@@ -287,17 +302,67 @@ void dispatch_unary(UnaryOp op, F&& f) {
 
 }  // namespace
 
+namespace {
+
+// Views whose rows (innermost dim) are unit-stride and long enough to vectorise are read in
+// place, row by row, instead of being copied to a contiguous tensor first: the head views
+// [B, H, N, D] of a [B, N, 3E] projection that linear attention's feature map reads.
+bool reads_rows_in_place(const Tensor& x) {
+  return !x.is_contiguous() && x.dim() >= 2 && x.strides().back() == 1 && x.size(-1) >= 16;
+}
+
+// Calls row(offset_a, offset_b) for every row of the innermost dim of two same-shape tensors,
+// rows split across threads; cost is per row.
+template <typename F>
+void parallel_rows(const Tensor& a, const Tensor& b, int64_t cost, F&& row) {
+  const int64_t inner = a.size(-1);
+  const int64_t rows = inner == 0 ? 0 : a.numel() / inner;
+  parallel_for(rows, cost, [&](int64_t r0, int64_t r1) {
+    for_each_row_pair(a.shape(), a.strides(), b.strides(), r0, r1, row);
+  });
+}
+
+}  // namespace
+
 Tensor unary(UnaryOp op, const Tensor& x_in, double param) {
-  const Tensor x = x_in.contiguous();
+  const bool in_place_rows = reads_rows_in_place(x_in) && is_floating(x_in.dtype());
+  const Tensor x = in_place_rows ? x_in : x_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_floating(x.dtype(), unary_op_name(op), [&](auto tag) {
     using T = decltype(tag);
     dispatch_unary(op, [&](auto op_constant) {
-      unary_loop<decltype(op_constant)::value, T>(x.data<T>(), y.data<T>(), x.numel(),
-                                                  static_cast<T>(param));
+      constexpr UnaryOp kOp = decltype(op_constant)::value;
+      if (!in_place_rows) {
+        unary_loop<kOp, T>(x.data<T>(), y.data<T>(), x.numel(), static_cast<T>(param));
+        return;
+      }
+      const T* xs = x.data<T>();
+      T* ys = y.data<T>();
+      const int64_t inner = x.size(-1);
+      parallel_rows(x, y, inner * unary_cost<kOp>(), [&](int64_t ox, int64_t oy) {
+        unary_span<kOp, T>(xs + ox, ys + oy, inner, static_cast<T>(param));
+      });
     });
   });
   return y;
+}
+
+bool derivative_needs_only_output(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kNeg:
+    case UnaryOp::kExp:
+    case UnaryOp::kSqrt:
+    case UnaryOp::kRsqrt:
+    case UnaryOp::kTanh:
+    case UnaryOp::kSigmoid:
+    case UnaryOp::kOnePlusElu:
+    case UnaryOp::kAddScalar:
+    case UnaryOp::kMulScalar:
+    case UnaryOp::kReciprocal:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Tensor unary_backward(UnaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& g_in,
@@ -305,9 +370,35 @@ Tensor unary_backward(UnaryOp op, const Tensor& x_in, const Tensor& y_in, const 
   ROTA_CHECK(x_in.shape() == g_in.shape() && y_in.shape() == g_in.shape(),
              "{}_backward: x {}, y {}, grad {} differ", unary_op_name(op), shape_str(x_in.shape()),
              shape_str(y_in.shape()), shape_str(g_in.shape()));
-  const Tensor x = x_in.contiguous();
   const Tensor y = y_in.contiguous();
   const Tensor g = g_in.contiguous();
+  if (derivative_needs_only_output(op) && is_floating(y.dtype())) {
+    // x is never read. When it is a strided view, grad_x takes its layout (dense in x's
+    // stride order, so undoing the view's permute is free), written row by row.
+    const bool in_layout_of_x = reads_rows_in_place(x_in);
+    Tensor gx = in_layout_of_x ? empty_in_layout_of(x_in) : Tensor::empty(y.shape(), y.dtype());
+    dispatch_floating(y.dtype(), unary_op_name(op), [&](auto tag) {
+      using T = decltype(tag);
+      dispatch_unary(op, [&](auto op_constant) {
+        constexpr UnaryOp kOp = decltype(op_constant)::value;
+        const T* ys = y.data<T>();
+        const T* gs = g.data<T>();
+        T* gxs = gx.data<T>();
+        const T p = static_cast<T>(param);
+        if (!in_layout_of_x) {
+          unary_backward_loop<kOp, T>(ys, ys, gs, gxs, y.numel(), p);
+          return;
+        }
+        const int64_t inner = y.size(-1);
+        // y and g are contiguous with the same shape: one offset serves both.
+        parallel_rows(gx, y, inner * unary_cost<kOp>(), [&](int64_t o_gx, int64_t o_y) {
+          unary_backward_span<kOp, T>(ys + o_y, ys + o_y, gs + o_y, gxs + o_gx, inner, p);
+        });
+      });
+    });
+    return gx;
+  }
+  const Tensor x = x_in.contiguous();
   Tensor gx = Tensor::empty(x.shape(), x.dtype());
   dispatch_floating(x.dtype(), unary_op_name(op), [&](auto tag) {
     using T = decltype(tag);

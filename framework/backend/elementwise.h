@@ -35,12 +35,19 @@ enum class UnaryOp {
 
 const char* unary_op_name(UnaryOp op);
 
-/// y = op(x) elementwise; x is f32 or f64, any strides; y is contiguous.
+/// y = op(x) elementwise; x is f32 or f64, any strides (a view with unit-stride rows is read
+/// in place); y is contiguous.
 Tensor unary(UnaryOp op, const Tensor& x, double param = 0.0);
 /// grad_x = grad_y * op'(x) (y = op(x) may be used by ops whose derivative is cheaper from y).
-/// All three have the same shape.
+/// All three have the same shape. For the ops of derivative_needs_only_output, x is not read
+/// and grad_x is laid out like x when x is a strided view with unit-stride rows (dense, in x's
+/// stride order: the permute/reshape that made the view then needs no copy going back);
+/// otherwise grad_x is contiguous.
 Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
                       double param = 0.0);
+/// True for the ops whose derivative is computed from y = op(x) alone (or needs neither):
+/// kNeg, kExp, kSqrt, kRsqrt, kTanh, kSigmoid, kOnePlusElu, kAddScalar, kMulScalar, kReciprocal.
+bool derivative_needs_only_output(UnaryOp op);
 /// y[i] = op(x[i]) over [n] f32 arrays on the calling thread: bit for bit what unary gives.
 /// For fused kernels that process rows in chunks.
 void unary_array(UnaryOp op, const float* x, float* y, int64_t n, float param = 0.0f);

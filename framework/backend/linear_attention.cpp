@@ -10,6 +10,7 @@
 #include "framework/backend/dispatch.h"
 #include "framework/backend/parallel.h"
 #include "framework/backend/small_gemm.h"
+#include "framework/tensor/strided_loop.h"
 
 namespace rota::backend {
 
@@ -221,13 +222,13 @@ void causal_forward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Row
 }
 
 // One slice of the causal backward. Inputs as the forward plus g = dO: [N, D]; dq, dk: [N, F]
-// and dv: [N, D] dense.
+// dense and dv: [N, D] rows (stored like v, see linear_attention_grads).
 // Decayed: dq_i = γ^(i−c0+1) g_i Sᵀ + Σ_{c0≤j≤i} γ^(i−j) (g_i·v_j) k_j; the reverse state
 // R = Σ_{i≥c1} γ^(i−c1) q_iᵀ g_i gives dk_j = γ^(c1−j) R v_j + Σ_{j≤i<c1} γ^(i−j)(g_i·v_j) q_i
 // and dv_j = γ^(c1−j) k_j R + Σ_{j≤i<c1} γ^(i−j)(q_i·k_j) g_i.
 template <typename T>
 void causal_backward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<const T> g,
-                           T* dq, T* dk, T* dv, ChunkScratch<T>& w, const AttentionDims& s,
+                           T* dq, T* dk, Rows<T> dv, ChunkScratch<T>& w, const AttentionDims& s,
                            int64_t chunk, const T* pw) {
   T* scores = w.scores.data();
   T* state = w.state.data();
@@ -288,7 +289,7 @@ void causal_backward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Ro
                     cols, false);
       mask_scores(scores, rows, cols, j0, j0, false, pw);
       // dV[j0:j1] = Scoresᵀ · dO[j0:c1]
-      block_product(rows, s.d, cols, scores, cols, 1, g.row(j0), g.ld, dv + j0 * s.d, s.d, false);
+      block_product(rows, s.d, cols, scores, cols, 1, g.row(j0), g.ld, dv.row(j0), dv.ld, false);
       if (!later) continue;
       // dk_j += γ^(c1−j) v_j Rᵀ and dv_j += γ^(c1−j) k_j R.
       if (pw) {
@@ -297,11 +298,11 @@ void causal_backward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Ro
                       s.f, false);
         add_scaled_rows(dk + j0 * s.f, s.f, w.inter.data(), rows, s.f, weight);
         block_product(rows, s.d, s.f, k.row(j0), k.ld, 1, r, s.d, w.inter.data(), s.d, false);
-        add_scaled_rows(dv + j0 * s.d, s.d, w.inter.data(), rows, s.d, weight);
+        add_scaled_rows(dv.row(j0), dv.ld, w.inter.data(), rows, s.d, weight);
       } else {
         block_product(rows, s.f, s.d, v.row(j0), v.ld, 1, w.state_t.data(), s.f, dk + j0 * s.f, s.f,
                       true);
-        block_product(rows, s.d, s.f, k.row(j0), k.ld, 1, r, s.d, dv + j0 * s.d, s.d, true);
+        block_product(rows, s.d, s.f, k.row(j0), k.ld, 1, r, s.d, dv.row(j0), dv.ld, true);
       }
     }
     // R = γ^(c1−c0) R + Σ_{c0≤i<c1} γ^(i−c0) q_iᵀ g_i.
@@ -344,23 +345,6 @@ Tensor readable(const Tensor& x) {
   return x.size(-1) <= 1 || x.strides().back() == 1 ? x : x.contiguous();
 }
 
-// Element offset of slice g's first row for each of the G slices of a [..., N, W] tensor.
-std::vector<int64_t> slice_offsets(const Tensor& x) {
-  const int64_t lead = x.dim() - 2;
-  int64_t groups = 1;
-  for (int64_t i = 0; i < lead; ++i) groups *= x.size(i);
-  std::vector<int64_t> offsets(groups, 0);
-  for (int64_t g = 0; g < groups; ++g) {
-    int64_t rest = g, offset = 0;
-    for (int64_t i = lead - 1; i >= 0; --i) {
-      offset += (rest % x.size(i)) * x.strides()[i];
-      rest /= x.size(i);
-    }
-    offsets[g] = offset;
-  }
-  return offsets;
-}
-
 // Slice g's rows of x (readable, as above).
 template <typename T>
 Rows<T> slice_rows(const Tensor& x, const std::vector<int64_t>& offsets, int64_t g) {
@@ -377,10 +361,10 @@ struct SliceOperands {
 SliceOperands slice_operands(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                              const Tensor& x_in) {
   SliceOperands in{readable(q_in), readable(k_in), readable(v_in), readable(x_in), {}, {}, {}, {}};
-  in.q_at = slice_offsets(in.q);
-  in.k_at = slice_offsets(in.k);
-  in.v_at = slice_offsets(in.v);
-  in.x_at = slice_offsets(in.x);
+  in.q_at = matrix_offsets(in.q.shape(), in.q.strides());
+  in.k_at = matrix_offsets(in.k.shape(), in.k.strides());
+  in.v_at = matrix_offsets(in.v.shape(), in.v.strides());
+  in.x_at = matrix_offsets(in.x.shape(), in.x.strides());
   return in;
 }
 
@@ -390,6 +374,14 @@ Tensor attention_output(const Tensor& v) {
   if (v.dim() != 4) return Tensor::empty(v.shape(), v.dtype());
   return Tensor::empty({v.size(0), v.size(2), v.size(1), v.size(3)}, v.dtype())
       .permute({0, 2, 1, 3});
+}
+
+// Gradients for q, k, v: dq and dk dense [..., N, F]; dv dense in v's memory order (for the
+// usual v, a head view of a [B, N, 3E] projection, that is [B, N, H, D], which the backward of
+// the view then merges into [B, N, E] without a copy).
+LinearAttentionGrads linear_attention_grads(const Tensor& q, const Tensor& k, const Tensor& v) {
+  return {Tensor::empty(q.shape(), q.dtype()), Tensor::empty(k.shape(), k.dtype()),
+          empty_in_layout_of(v)};
 }
 
 }  // namespace
@@ -427,9 +419,8 @@ LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const 
              shape_str(v_in.shape()));
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
   const auto [q, k, v, g, q_at, k_at, v_at, g_at] = slice_operands(q_in, k_in, v_in, g_in);
-  LinearAttentionGrads grads{Tensor::empty(q.shape(), q.dtype()),
-                             Tensor::empty(k.shape(), k.dtype()),
-                             Tensor::empty(v.shape(), v.dtype())};
+  LinearAttentionGrads grads = linear_attention_grads(q, k, v);
+  const std::vector<int64_t> dv_at = matrix_offsets(grads.dv.shape(), grads.dv.strides());
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const std::vector<T> powers = decay_powers<T>(op, decay, q, chunk_size);
@@ -439,11 +430,10 @@ LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const 
       for (int64_t gi = g0; gi < g1; ++gi) {
         const T* pw = powers.empty() ? nullptr : powers.data() + (gi % heads) * (chunk_size + 1);
         const int64_t qo = gi * s.n * s.f;
-        const int64_t vo = gi * s.n * s.d;
         causal_backward_slice(slice_rows<const T>(q, q_at, gi), slice_rows<const T>(k, k_at, gi),
                               slice_rows<const T>(v, v_at, gi), slice_rows<const T>(g, g_at, gi),
                               grads.dq.template data<T>() + qo, grads.dk.template data<T>() + qo,
-                              grads.dv.template data<T>() + vo, scratch, s, chunk_size, pw);
+                              slice_rows<T>(grads.dv, dv_at, gi), scratch, s, chunk_size, pw);
       }
     });
   });
@@ -553,9 +543,8 @@ LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q_in,
   ROTA_CHECK(g_in.shape() == v_in.shape(), "{}: grad {} for output {}", op, shape_str(g_in.shape()),
              shape_str(v_in.shape()));
   const auto [q, k, v, g, q_at, k_at, v_at, g_at] = slice_operands(q_in, k_in, v_in, g_in);
-  LinearAttentionGrads grads{Tensor::empty(q.shape(), q.dtype()),
-                             Tensor::empty(k.shape(), k.dtype()),
-                             Tensor::empty(v.shape(), v.dtype())};
+  LinearAttentionGrads grads = linear_attention_grads(q, k, v);
+  const std::vector<int64_t> dv_at = matrix_offsets(grads.dv.shape(), grads.dv.strides());
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const std::vector<T> mask = mask_values<T>(key_mask, q, op);
@@ -573,7 +562,7 @@ LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q_in,
         const Rows<const T> gr = slice_rows<const T>(g, g_at, gi);
         T* dq = grads.dq.template data<T>() + gi * s.n * s.f;
         T* dk = grads.dk.template data<T>() + gi * s.n * s.f;
-        T* dv = grads.dv.template data<T>() + gi * s.n * s.d;
+        const Rows<T> dv = slice_rows<T>(grads.dv, dv_at, gi);
         const T* m = mask.empty() ? nullptr : mask.data() + (gi / heads) * s.n;
         const Rows<const T> keys = m ? masked_rows(kr, m, s.n, s.f, masked_keys.data()) : kr;
         const Rows<const T> values = m ? masked_rows(vr, m, s.n, s.d, masked_values.data()) : vr;
@@ -587,12 +576,12 @@ LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q_in,
         // dK[N, F] = diag(m) V dKVᵀ and dV[N, D] = diag(m) K dKV.
         small_gemm::transpose_into(dkv.data(), s.f, s.d, s.d, transposed.data());
         block_product(s.n, s.f, s.d, vr.at, vr.ld, 1, transposed.data(), s.f, dk, s.f, false);
-        block_product(s.n, s.d, s.f, keys.at, keys.ld, 1, dkv.data(), s.d, dv, s.d, false);
+        block_product(s.n, s.d, s.f, keys.at, keys.ld, 1, dkv.data(), s.d, dv.at, dv.ld, false);
         if (m) {  // padded keys get no gradient
           for (int64_t t = 0; t < s.n; ++t) {
             if (m[t] != T(0)) continue;
             std::fill(dk + t * s.f, dk + (t + 1) * s.f, T(0));
-            std::fill(dv + t * s.d, dv + (t + 1) * s.d, T(0));
+            std::fill(dv.row(t), dv.row(t) + s.d, T(0));
           }
         }
       }

@@ -20,7 +20,7 @@ Tensor causal_linear_attention_forward(const Tensor& q, const Tensor& k, const T
 struct LinearAttentionGrads {
   Tensor dq;  // [..., N, F]
   Tensor dk;  // [..., N, F]
-  Tensor dv;  // [..., N, D]
+  Tensor dv;  // [..., N, D], dense in v's memory order (a head view of [B, N, H, D] gives that)
 };
 
 /// Backward of the causal form: a forward sweep over chunks rebuilds S for

@@ -9,6 +9,7 @@
 #include "framework/backend/dispatch.h"
 #include "framework/backend/parallel.h"
 #include "framework/backend/vector_math.h"
+#include "framework/tensor/strided_loop.h"
 
 namespace rota::backend {
 
@@ -333,6 +334,14 @@ struct RowContext {
   int64_t d;
   int64_t n;
   int64_t offset;
+  // Row r of matrix g (row g·N + r) of x starts at x_at[g] + r·x_ld, and of dx (backward) at
+  // dx_at[g] + r·dx_ld: views with unit-stride rows are read and written in place.
+  const int64_t* x_at;
+  int64_t x_ld;
+  const int64_t* dx_at;
+  int64_t dx_ld;
+  // φ = 1+elu over a row, applied to x first (config.input_one_plus_elu); null: none.
+  void (*one_plus_elu)(const T* x, T* y, int64_t n);
 };
 
 // D of the call: the compile-time constant of a fixed-dimension variant.
@@ -382,13 +391,21 @@ template <typename V, typename T>
 void forward_rows(const RowContext<T>& ctx, const T* x, T* y, int64_t row_begin, int64_t row_end) {
   const int64_t d = dim_of<V>(ctx);
   const int64_t f = V::core == LrpeCore::kUnitary ? 2 * d : d;
-  std::vector<T> scratch(d);
+  std::vector<T> scratch(d), phi(ctx.one_plus_elu ? d : 0);
   int64_t r = row_begin % ctx.n;  // position index of the row (no division per row)
+  int64_t g = row_begin / ctx.n;  // matrix of the row
   for (int64_t row = row_begin; row < row_end; ++row) {
-    const T* xr = x + row * d;
+    const T* xr = x + ctx.x_at[g] + r * ctx.x_ld;
+    if (ctx.one_plus_elu) {
+      ctx.one_plus_elu(xr, phi.data(), d);
+      xr = phi.data();
+    }
     const T xw = V::mix == LrpeMix::kHouseholder ? dot(xr, ctx.w, d) : T(0);
     core_forward<V>(ctx, r, mix_forward<V>(ctx, xr, xw, scratch.data()), y + row * f);
-    if (++r == ctx.n) r = 0;
+    if (++r == ctx.n) {
+      r = 0;
+      ++g;
+    }
   }
 }
 
@@ -443,16 +460,21 @@ void backward_rows(const RowContext<T>& ctx, const T* x, const T* grad_y, T* dx,
   const PositionTables<T>& t = *ctx.tables;
   const int64_t d = dim_of<V>(ctx);
   const int64_t f = V::core == LrpeCore::kUnitary ? 2 * d : d;
-  std::vector<T> scratch_u(d), scratch_gu(d);
+  std::vector<T> scratch_u(d), scratch_gu(d), phi(ctx.one_plus_elu ? d : 0);
   GradAccumulators<T> acc;
   acc.theta.assign(t.width, T(0));
   if constexpr (V::mix == LrpeMix::kHouseholder) acc.w.assign(d, T(0));
-  int64_t r = row_begin % ctx.n;  // position index of the row (no division per row)
+  int64_t r = row_begin % ctx.n;   // position index of the row (no division per row)
+  int64_t gi = row_begin / ctx.n;  // matrix of the row
   for (int64_t row = row_begin; row < row_end; ++row) {
     const T pos = static_cast<T>(ctx.offset + r);
-    const T* xr = x + row * d;
+    const T* xr = x + ctx.x_at[gi] + r * ctx.x_ld;
+    if (ctx.one_plus_elu) {  // LRPE's input is φ(x), recomputed rather than stored
+      ctx.one_plus_elu(xr, phi.data(), d);
+      xr = phi.data();
+    }
     const T* gy = grad_y + row * f;
-    T* gx = dx + row * d;
+    T* gx = dx + ctx.dx_at[gi] + r * ctx.dx_ld;
     const T xw = V::mix == LrpeMix::kHouseholder ? dot(xr, ctx.w, d) : T(0);
     const T* u = mix_forward<V>(ctx, xr, xw, scratch_u.data());
     // gu = Λ(s)ᵀ gy (written straight into gx when P is the identity), and θ's gradient.
@@ -484,10 +506,18 @@ void backward_rows(const RowContext<T>& ctx, const T* x, const T* grad_y, T* dx,
       const int64_t* idx = t.odd_even.data();
       for (int64_t j = 0; j < d; ++j) gx[idx[j]] = gu[j];
     }
+    if (ctx.one_plus_elu) {
+      // dφ/dx from φ: 1 where φ > 1 (x > 0), else φ = e^x; NaN stays NaN. The same product as
+      // unary_backward's, so the result has the composed ops' bits.
+      for (int64_t j = 0; j < d; ++j) gx[j] = gx[j] * (phi[j] > T(1) ? T(1) : phi[j]);
+    }
     if ((row - row_begin) % kFlushRows == kFlushRows - 1 || row + 1 == row_end) {
       flush_accumulators<V>(ctx, acc, gth, gw);
     }
-    if (++r == ctx.n) r = 0;
+    if (++r == ctx.n) {
+      r = 0;
+      ++gi;
+    }
   }
 }
 
@@ -641,13 +671,40 @@ PositionTables<T> build_tables(const LrpeKernelConfig& c, const LrpeDims& s, con
   return t;
 }
 
+// x itself when its rows (last dim) are unit-stride, e.g. a [B, H, N, D] head view of a
+// [B, N, 3E] projection; a dense copy otherwise.
+Tensor rows_readable(const Tensor& x) {
+  return x.size(-1) <= 1 || x.strides().back() == 1 ? x : x.contiguous();
+}
+
+int64_t row_stride(const Tensor& x) {
+  return x.strides()[x.dim() - 2];
+}
+
+// y = 1 + elu(x) over a row: f32 through vecmath's kernel of the same build as unary's (the
+// same bits as the composed op), f64 the expression unary evaluates.
+void one_plus_elu_f64(const double* x, double* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0 ? x[i] + 1.0 : std::exp(x[i]);
+}
+
+template <typename T>
+auto one_plus_elu_kernel(const LrpeKernelConfig& c, Isa isa) -> void (*)(const T*, T*, int64_t) {
+  if (!c.input_one_plus_elu) return nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    return vecmath::kernels(isa).one_plus_elu;
+  } else {
+    return &one_plus_elu_f64;
+  }
+}
+
 }  // namespace
 
 Tensor lrpe_forward(const LrpeKernelConfig& c, const Tensor& x_in, const Tensor& theta,
                     const Tensor& w_in, const Tensor& permutation) {
   const char* op = "lrpe";
   const LrpeDims s = check_inputs(op, c, x_in, theta, w_in, permutation);
-  const Tensor x = x_in.contiguous();
+  const Tensor x = rows_readable(x_in);
+  const std::vector<int64_t> x_at = matrix_offsets(x.shape(), x.strides());
   Shape out_shape = x.shape();
   out_shape.back() = s.f;
   Tensor y = Tensor::empty(out_shape, x.dtype());
@@ -656,7 +713,16 @@ Tensor lrpe_forward(const LrpeKernelConfig& c, const Tensor& x_in, const Tensor&
     const Isa isa = f32_isa();
     const PositionTables<T> t = build_tables<T>(c, s, theta, permutation, isa);
     const Tensor w = c.mix == LrpeMix::kHouseholder ? w_in.contiguous() : Tensor();
-    const RowContext<T> ctx{&t, w.defined() ? w.data<T>() : nullptr, s.d, s.n, c.offset};
+    const RowContext<T> ctx{&t,
+                            w.defined() ? w.data<T>() : nullptr,
+                            s.d,
+                            s.n,
+                            c.offset,
+                            x_at.data(),
+                            row_stride(x),
+                            nullptr,
+                            0,
+                            one_plus_elu_kernel<T>(c, isa)};
     const T* px = x.data<T>();
     T* py = y.data<T>();
     with_variant(c, s.d, [&](auto variant) {
@@ -679,17 +745,28 @@ LrpeGrads lrpe_backward(const LrpeKernelConfig& c, const Tensor& x_in, const Ten
   y_shape.back() = s.f;
   ROTA_CHECK(grad_y.shape() == y_shape, "{}: grad {} for output {}", op, shape_str(grad_y.shape()),
              shape_str(y_shape));
-  const Tensor x = x_in.contiguous();
+  const Tensor x = rows_readable(x_in);
   const Tensor g = grad_y.contiguous();
   LrpeGrads grads;
-  grads.dx = Tensor::empty(x.shape(), x.dtype());
+  grads.dx = empty_in_layout_of(x);
+  const std::vector<int64_t> x_at = matrix_offsets(x.shape(), x.strides());
+  const std::vector<int64_t> dx_at = matrix_offsets(grads.dx.shape(), grads.dx.strides());
   dispatch_floating(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const Isa isa = f32_isa();
     const PositionTables<T> t = build_tables<T>(c, s, theta, permutation, isa);
     const bool householder = c.mix == LrpeMix::kHouseholder;
     const Tensor w = householder ? w_in.contiguous() : Tensor();
-    const RowContext<T> ctx{&t, householder ? w.data<T>() : nullptr, s.d, s.n, c.offset};
+    const RowContext<T> ctx{&t,
+                            householder ? w.data<T>() : nullptr,
+                            s.d,
+                            s.n,
+                            c.offset,
+                            x_at.data(),
+                            row_stride(x),
+                            dx_at.data(),
+                            row_stride(grads.dx),
+                            one_plus_elu_kernel<T>(c, isa)};
     const T* px = x.data<T>();
     const T* pg = g.data<T>();
     T* pdx = grads.dx.data<T>();

@@ -30,19 +30,24 @@ struct LrpeKernelConfig {
   LrpePairing pairing = LrpePairing::kAdjacent;
   LrpeMix mix = LrpeMix::kHouseholder;
   int64_t offset = 0;  // position of the first row (s = offset + n), for cached generation
+  /// Apply LRPE to φ(x) = 1 + elu(x) instead of x (linear attention's feature map, fused): the
+  /// forward maps each row on the fly; the backward recomputes φ(x) and multiplies the input
+  /// gradient by φ'(x). Same bits as one_plus_elu followed by the unfused kernel.
+  bool input_one_plus_elu = false;
 };
 
 /// Feature dimension F of the output for input dimension D.
 int64_t lrpe_output_dim(LrpeCore core, int64_t d);
 
-/// x: [..., N, D] (positions along N); theta: [D] (Type 1), [⌊D/2⌋] (Type 2), undefined
-/// (Type 3); w: [D] unit vector when mix = Householder, else undefined; permutation: [D] i64
-/// when core = Type 3, else undefined. Returns y: [..., N, F].
+/// x: [..., N, D] (positions along N; any view whose last dim is unit-stride is read in place,
+/// e.g. the head view [B, H, N, D] of a [B, N, 3E] projection); theta: [D] (Type 1), [⌊D/2⌋] (Type
+/// 2), undefined (Type 3); w: [D] unit vector when mix = Householder, else undefined; permutation:
+/// [D] i64 when core = Type 3, else undefined. Returns y: [..., N, F].
 Tensor lrpe_forward(const LrpeKernelConfig& config, const Tensor& x, const Tensor& theta,
                     const Tensor& w, const Tensor& permutation);
 
 struct LrpeGrads {
-  Tensor dx;      // [..., N, D]
+  Tensor dx;      // [..., N, D], dense in x's memory order (empty_in_layout_of)
   Tensor dtheta;  // like theta (undefined for Type 3)
   Tensor dw;      // [D] (undefined unless Householder)
 };

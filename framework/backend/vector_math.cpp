@@ -126,6 +126,20 @@ inline void backward_loop(const float* x, const float* grad_y, float* grad_x, in
   for (int64_t i = 0; i < n; ++i) grad_x[i] = grad_y[i] * F::derivative(x[i]);
 }
 
+// x: [n] f32, y: [n] bf16 bits. Round to nearest even on the bit pattern; NaN stays a quiet
+// NaN (the top 16 bits with the quiet bit set); subnormals round like any other value (no
+// flush). Both results are computed and one kept by mask: a `?:` over them stays a branch.
+inline void round_to_bf16_loop(const float* x, uint16_t* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = std::bit_cast<uint32_t>(x[i]);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t quiet_nan = (u >> 16) | 0x40u;
+    const uint32_t is_nan = 0u - static_cast<uint32_t>((u & 0x7fffffffu) > 0x7f800000u);
+    y[i] = static_cast<uint16_t>((quiet_nan & is_nan) | (rounded & ~is_nan));
+  }
+}
+
 // One build per instruction set: the target attribute sets the vector width (16 floats with
 // AVX-512, 8 with AVX2, 4 with SSE2) and lets GCC fuse a * b + c into FMAs; `flatten` inlines
 // the element functions (compiled for any x86-64) into each build so they are vectorised with
@@ -142,6 +156,9 @@ struct PortableBuild {
   template <typename F>
   [[gnu::flatten]] static void backward(const float* x, const float* g, float* gx, int64_t n) {
     backward_loop<F>(x, g, gx, n);
+  }
+  [[gnu::flatten]] static void round_to_bf16(const float* x, uint16_t* y, int64_t n) {
+    round_to_bf16_loop(x, y, n);
   }
 };
 
@@ -161,6 +178,10 @@ struct Avx2Build {
                                                                  float* gx, int64_t n) {
     backward_loop<F>(x, g, gx, n);
   }
+  [[gnu::target("avx2,fma"), gnu::flatten]] static void round_to_bf16(const float* x, uint16_t* y,
+                                                                      int64_t n) {
+    round_to_bf16_loop(x, y, n);
+  }
 };
 
 struct Avx512Build {
@@ -178,6 +199,10 @@ struct Avx512Build {
   [[gnu::target("avx512f,fma"), gnu::flatten]] static void backward(const float* x, const float* g,
                                                                     float* gx, int64_t n) {
     backward_loop<F>(x, g, gx, n);
+  }
+  [[gnu::target("avx512f,fma"), gnu::flatten]] static void round_to_bf16(const float* x,
+                                                                         uint16_t* y, int64_t n) {
+    round_to_bf16_loop(x, y, n);
   }
 };
 #endif
@@ -199,6 +224,7 @@ Kernels make_kernels(Isa isa) {
   k.silu_backward = Build::template backward<Silu>;
   k.gelu_erf_backward = Build::template backward<GeluErf>;
   k.gelu_tanh_backward = Build::template backward<GeluTanh>;
+  k.round_to_bf16 = &Build::round_to_bf16;
   return k;
 }
 

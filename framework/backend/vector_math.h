@@ -208,6 +208,9 @@ struct Kernels {
   void (*silu_backward)(const float* x, const float* grad_y, float* grad_x, int64_t n);
   void (*gelu_erf_backward)(const float* x, const float* grad_y, float* grad_x, int64_t n);
   void (*gelu_tanh_backward)(const float* x, const float* grad_y, float* grad_x, int64_t n);
+  /// y[i] = the bf16 bits of x[i] rounded to nearest even (float_to_bf16 of tensor/dtype.h):
+  /// integer arithmetic only, so every build gives the same bits.
+  void (*round_to_bf16)(const float* x, uint16_t* y, int64_t n);
 };
 
 /// The kernels built for isa (which must be supported: tests call each build explicitly).

@@ -95,4 +95,23 @@ void for_each_row_pair(const Shape& shape, const Strides& sa, const Strides& sb,
   }
 }
 
+/// Element offset of the first element of each of the G = Π leading sizes matrices [N, W] of a
+/// tensor [..., N, W] with these strides (at least 2 dims), in row-major order of the leading
+/// dims: matrix g's row r starts at offsets[g] + r * strides[dim − 2].
+inline std::vector<int64_t> matrix_offsets(const Shape& shape, const Strides& strides) {
+  const int64_t lead = static_cast<int64_t>(shape.size()) - 2;
+  int64_t groups = 1;
+  for (int64_t i = 0; i < lead; ++i) groups *= shape[i];
+  std::vector<int64_t> offsets(groups, 0);
+  for (int64_t g = 0; g < groups; ++g) {
+    int64_t rest = g, offset = 0;
+    for (int64_t i = lead - 1; i >= 0; --i) {
+      offset += (rest % shape[i]) * strides[i];
+      rest /= shape[i];
+    }
+    offsets[g] = offset;
+  }
+  return offsets;
+}
+
 }  // namespace rota

@@ -474,6 +474,21 @@ Tensor empty_like(const Tensor& t) {
   return Tensor::empty(t.shape(), t.dtype());
 }
 
+Tensor empty_in_layout_of(const Tensor& t) {
+  const int64_t nd = t.dim();
+  std::vector<int64_t> order(nd);  // stored dim i is dim order[i] of t
+  for (int64_t d = 0; d < nd; ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return t.strides()[a] > t.strides()[b]; });
+  Shape stored(nd);
+  std::vector<int64_t> back(nd);  // dim d of t is stored dim back[d]
+  for (int64_t i = 0; i < nd; ++i) {
+    stored[i] = t.size(order[i]);
+    back[order[i]] = i;
+  }
+  return Tensor::empty(stored, t.dtype()).permute(back);
+}
+
 Tensor zeros_like(const Tensor& t) {
   return zeros(t.shape(), t.dtype());
 }

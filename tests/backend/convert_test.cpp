@@ -2,6 +2,7 @@
 // upper-mantissa pattern with the rounding-relevant lower halves (ties, NaN payloads, inf).
 #include "framework/backend/convert.h"
 
+#include <bit>
 #include <cstring>
 #include <vector>
 
@@ -9,6 +10,7 @@
 
 #include "framework/backend/elementwise.h"
 #include "framework/backend/reduce.h"
+#include "framework/backend/vector_math.h"
 #include "framework/tensor/error.h"
 #include "framework/tensor/random.h"
 
@@ -21,13 +23,42 @@ float from_bits(uint32_t u) {
   return f;
 }
 
-TEST(FloatToBf16Array, MatchesTheScalarConversionBitForBit) {
-  // Lower halves around the rounding points: exact, just below/at/above the tie, max.
+// Every sign/exponent/upper-mantissa pattern, each with the lower halves around the rounding
+// points: exact, just below/at/above the tie, max (NaN payloads and infinities included).
+std::vector<float> rounding_inputs() {
   const uint32_t lows[] = {0x0000, 0x0001, 0x7fff, 0x8000, 0x8001, 0xbfff, 0xffff};
   std::vector<float> src;
   for (uint32_t high = 0; high <= 0xffff; ++high) {
     for (uint32_t low : lows) src.push_back(from_bits((high << 16) | low));
   }
+  return src;
+}
+
+// Each instruction-set build of the rounding kernel (float_to_bf16_array runs the widest the
+// CPU has, or the ROTA_MAX_CPU_ISA cap): the scalar conversion's bits, in the vector body and
+// in the tails.
+TEST(FloatToBf16Array, EveryBuildMatchesTheScalarConversion) {
+  namespace vm = backend::vecmath;
+  const std::vector<float> src = rounding_inputs();
+  const int64_t n = static_cast<int64_t>(src.size());
+  int builds = 0;
+  for (vm::Isa isa : {vm::Isa::kPortable, vm::Isa::kAvx2, vm::Isa::kAvx512}) {
+    if (!vm::isa_supported(isa)) continue;
+    ++builds;
+    std::vector<uint16_t> dst(src.size(), 0x5555);
+    vm::kernels(isa).round_to_bf16(src.data() + 3, dst.data() + 3, n - 5);
+    vm::kernels(isa).round_to_bf16(src.data(), dst.data(), 3);
+    vm::kernels(isa).round_to_bf16(src.data() + n - 2, dst.data() + n - 2, 2);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(dst[i], float_to_bf16(src[i]).bits)
+          << vm::isa_name(isa) << std::hex << " input bits 0x" << std::bit_cast<uint32_t>(src[i]);
+    }
+  }
+  EXPECT_GE(builds, 1);
+}
+
+TEST(FloatToBf16Array, MatchesTheScalarConversionBitForBit) {
+  const std::vector<float> src = rounding_inputs();
   std::vector<BF16> dst(src.size());
   // An odd offset and length: the vector loop's head and tail take part.
   backend::float_to_bf16_array(src.data() + 1, dst.data() + 1,

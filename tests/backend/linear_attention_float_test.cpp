@@ -130,7 +130,7 @@ Tensor heads_view(const Tensor& dense) {
   return dense.permute({0, 2, 1, 3}).contiguous().permute({0, 2, 1, 3});
 }
 
-TEST(LinearAttentionLayout, HeadViewsGiveTheSameBitsAndTheOutputMergesHeadsForFree) {
+TEST(LinearAttentionLayout, HeadViewsGiveTheSameBitsAndOutputAndDvMergeHeadsForFree) {
   Generator gen(33);
   const int64_t b = 2, h = 3, n = 150, f = 16, d = 12;
   const Tensor q = randn({b, h, n, f}, gen), k = randn({b, h, n, f}, gen),
@@ -157,6 +157,10 @@ TEST(LinearAttentionLayout, HeadViewsGiveTheSameBitsAndTheOutputMergesHeadsForFr
     EXPECT_TRUE(same_bits(view_grads.dq, dense_grads.dq)) << which << " dq";
     EXPECT_TRUE(same_bits(view_grads.dk, dense_grads.dk)) << which << " dk";
     EXPECT_TRUE(same_bits(view_grads.dv, dense_grads.dv)) << which << " dv";
+    // dv is stored like v: [B, N, H, D] for the view (splitting the heads back is free), dense
+    // for the dense v.
+    EXPECT_TRUE(view_grads.dv.permute({0, 2, 1, 3}).is_contiguous()) << which << " dv";
+    EXPECT_TRUE(dense_grads.dv.is_contiguous()) << which << " dv";
   }
   // A strided last dim is copied, not misread.
   const Tensor qt = q.transpose(2, 3).contiguous().transpose(2, 3);

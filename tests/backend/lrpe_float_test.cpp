@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "framework/backend/elementwise.h"
 #include "framework/backend/lrpe.h"
 #include "framework/backend/parallel.h"
 #include "framework/backend/vector_math.h"
@@ -283,6 +284,50 @@ TEST_P(LrpeVariants, LrpeFloatMatchesDouble) {
   const Variant v = GetParam();
   for (const Case& s : kShapes) {
     expect_float_matches_double(v, make_inputs(v, s, 200 + s.d), "D=" + std::to_string(s.d));
+  }
+}
+
+// The feature map fused in (config.input_one_plus_elu) on the head view linear attention passes
+// ([G, N, D] rows of a wider [N, G, 3D] projection): the bits of one_plus_elu then the plain
+// kernel, forward and all three gradients; dx stored in the view's layout. The plain kernel
+// reads the view in place with the bits of its contiguous copy. f64 and f32 (this CPU's build).
+TEST_P(LrpeVariants, LrpeFloatFeatureMapFusedIsTheComposedOps) {
+  using backend::UnaryOp;
+  const Variant v = GetParam();
+  for (const Case& s : {kShapes[0], kShapes[3], kShapes[4]}) {
+    const Inputs in = make_inputs(v, s, 300 + s.d);
+    Generator gen(400 + s.d);
+    const Tensor wide = randn({s.n, s.g, 3 * s.d}, gen, 0, 1.5, DType::kF64);
+    for (DType dtype : {DType::kF64, DType::kF32}) {
+      const std::string where =
+          variant_name(v) + " D=" + std::to_string(s.d) + " " + dtype_name(dtype);
+      const Tensor x = wide.to(dtype).narrow(2, s.d, s.d).permute({1, 0, 2});  // [G, N, D]
+      ASSERT_FALSE(x.is_contiguous());
+      const Tensor theta = in.theta.defined() ? in.theta.to(dtype) : Tensor();
+      const Tensor w = in.w.defined() ? in.w.to(dtype) : Tensor();
+      const Tensor g = in.grad_y.to(dtype);
+      LrpeKernelConfig fused = in.config;
+      fused.input_one_plus_elu = true;
+      const auto same = [](const Tensor& a, const Tensor& b) {
+        return a.defined() == b.defined() &&
+               (!a.defined() || a.to_double_vector() == b.to_double_vector());
+      };
+      // Plain kernel: the view in place = its contiguous copy.
+      EXPECT_TRUE(same(backend::lrpe_forward(in.config, x, theta, w, in.perm),
+                       backend::lrpe_forward(in.config, x.contiguous(), theta, w, in.perm)))
+          << where;
+      const Tensor phi = backend::unary(UnaryOp::kOnePlusElu, x);
+      EXPECT_TRUE(same(backend::lrpe_forward(fused, x, theta, w, in.perm),
+                       backend::lrpe_forward(in.config, phi, theta, w, in.perm)))
+          << where;
+      const auto composed = backend::lrpe_backward(in.config, phi, theta, w, in.perm, g);
+      const Tensor composed_dx = backend::unary_backward(UnaryOp::kOnePlusElu, x, phi, composed.dx);
+      const auto grads = backend::lrpe_backward(fused, x, theta, w, in.perm, g);
+      EXPECT_TRUE(same(grads.dx, composed_dx)) << where << " dx";
+      EXPECT_TRUE(same(grads.dtheta, composed.dtheta)) << where << " dtheta";
+      EXPECT_TRUE(same(grads.dw, composed.dw)) << where << " dw";
+      EXPECT_TRUE(grads.dx.permute({1, 0, 2}).is_contiguous()) << where << " dx layout";
+    }
   }
 }
 

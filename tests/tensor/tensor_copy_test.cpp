@@ -289,6 +289,24 @@ TEST(TensorFactories, Values) {
   expect_error([] { Tensor::empty({2, -1}); }, {"empty", "[2,-1]"});
 }
 
+TEST(TensorFactories, EmptyInLayoutOfFollowsTheStrideOrder) {
+  // A [B, N, H, D] tensor seen as [B, H, N, D], narrowed from a wider last-but-one dim (gaps).
+  const Tensor wide = iota({2, 5, 3 * 4, 6});
+  const Tensor view = wide.narrow(2, 4, 4).permute({0, 2, 1, 3});  // [2, 4, 5, 6]
+  const Tensor e = empty_in_layout_of(view);
+  EXPECT_EQ(e.shape(), view.shape());
+  EXPECT_EQ(e.dtype(), view.dtype());
+  EXPECT_FALSE(e.is_contiguous());
+  EXPECT_TRUE(e.permute({0, 2, 1, 3}).is_contiguous());  // dense, no gaps, in view's order
+  EXPECT_EQ(e.strides(), (Strides{5 * 4 * 6, 6, 4 * 6, 1}));
+  // A transposed matrix: column-major storage. Contiguous and 0-dim: contiguous.
+  EXPECT_EQ(empty_in_layout_of(iota({2, 3}).transpose(0, 1)).strides(), (Strides{1, 3}));
+  EXPECT_TRUE(empty_in_layout_of(iota({2, 3})).is_contiguous());
+  EXPECT_EQ(empty_in_layout_of(scalar_tensor(1.0)).dim(), 0);
+  // Size-1 dims (equal strides) keep their order.
+  EXPECT_TRUE(empty_in_layout_of(iota({1, 1, 4})).is_contiguous());
+}
+
 TEST(TensorStorage, StatsTrackLiveAndPeakBytes) {
   reset_storage_peak();
   const StorageStats before = storage_stats();

@@ -89,6 +89,9 @@ int64_t LinearAttention::feature_dim() const {
 Variable LinearAttention::features(const Variable& x, int64_t offset) const {
   if (permute_former_)
     return apply_feature_map(options_.feature_map, permute_former_->permute(x, offset));
+  if (lrpe_ && options_.feature_map == FeatureMap::kOnePlusElu) {
+    return lrpe_->forward_of_one_plus_elu(x, offset);  // φ fused into the LRPE kernel
+  }
   const Variable phi = apply_feature_map(options_.feature_map, x);
   return lrpe_ ? lrpe_->forward(phi, offset) : phi;
 }

@@ -106,13 +106,23 @@ Variable Lrpe::householder_unit_vector() const {
 }
 
 Variable Lrpe::forward(const Variable& x, int64_t offset) const {
+  return forward_with(kernel_config(offset), x);
+}
+
+Variable Lrpe::forward_of_one_plus_elu(const Variable& x, int64_t offset) const {
+  backend::LrpeKernelConfig config = kernel_config(offset);
+  config.input_one_plus_elu = true;
+  return forward_with(config, x);
+}
+
+Variable Lrpe::forward_with(const backend::LrpeKernelConfig& config, const Variable& x) const {
   ROTA_CHECK(x.dim() >= 2 && x.size(-1) == options_.head_dim,
              "Lrpe: input {} does not end in head_dim = {}", shape_str(x.shape()),
              options_.head_dim);
   const bool householder =
       options_.p == LrpeP::kHouseholderLearnable || options_.p == LrpeP::kHouseholderFrozen;
-  return lrpe(kernel_config(offset), x, theta_,
-              householder ? householder_unit_vector() : Variable(), permutation_);
+  return lrpe(config, x, theta_, householder ? householder_unit_vector() : Variable(),
+              permutation_);
 }
 
 Variable Lrpe::forward_composed(const Variable& x, int64_t offset) const {

@@ -43,6 +43,9 @@ class Lrpe : public Module {
 
   /// x: [..., N, D] with position s = offset + n for row n → [..., N, F] (fused kernel).
   Variable forward(const Variable& x, int64_t offset = 0) const;
+  /// forward(one_plus_elu(x), offset) in one kernel: linear attention's feature map fused in,
+  /// reading x (typically a head view of the q/k projection) in place; same bits.
+  Variable forward_of_one_plus_elu(const Variable& x, int64_t offset = 0) const;
   /// The same transform composed from autograd primitives (matmul, index_select, gather,
   /// concat, elementwise): the reference the fused kernel is tested against.
   Variable forward_composed(const Variable& x, int64_t offset = 0) const;
@@ -58,6 +61,7 @@ class Lrpe : public Module {
   /// The unit Householder vector in use (differentiable for the learnable variant).
   Variable householder_unit_vector() const;
   backend::LrpeKernelConfig kernel_config(int64_t offset) const;
+  Variable forward_with(const backend::LrpeKernelConfig& config, const Variable& x) const;
 
   LrpeOptions options_;
   Variable theta_;
