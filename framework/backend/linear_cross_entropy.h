@@ -11,6 +11,10 @@ namespace rota::backend {
 /// Rows per tile when LinearCrossEntropyOptions::tile_rows is 0 (measured in
 /// bench/linear_cross_entropy_bench.cpp: see docs/performance.md).
 constexpr int64_t kLinearCrossEntropyTileRows = 256;
+/// Rows of rounded dlogits gathered (a few tiles) before each weight-gradient product when
+/// LinearCrossEntropyOptions::weight_gradient_rows is 0: the product accumulates into the
+/// whole [E, V] f32 gradient, so fewer, deeper products move less memory.
+constexpr int64_t kLinearCrossEntropyWeightGradientRows = 1024;
 
 struct LinearCrossEntropyOptions {
   int64_t ignore_index = -100;   // rows whose target equals this contribute no loss or gradient
@@ -26,6 +30,9 @@ struct LinearCrossEntropyOptions {
   /// holding bf16-rounded values) the rounded values stay f32.
   bool round_dlogits_to_bf16 = false;
   int64_t tile_rows = 0;  // rows per tile; 0 = kLinearCrossEntropyTileRows
+  /// With rounded dlogits (bf16), rows per weight-gradient product, rounded up to whole tiles;
+  /// 0 = kLinearCrossEntropyWeightGradientRows. Unrounded dlogits: one product per tile.
+  int64_t weight_gradient_rows = 0;
 };
 
 struct LinearCrossEntropyResult {
@@ -51,7 +58,8 @@ struct LinearCrossEntropyResult {
 ///   dz_rv = (softmax(z_r)_v - ε/V - (1-ε)·[v == t_r])·s     [T, V] (in place of z)
 ///   grad_hidden_tile = dz·weight,  grad_weight += dzᵀ·hidden_tile,  grad_bias += Σ_r dz_r
 /// so the logits are never recomputed and no [R, V] tensor exists: peak extra memory is one
-/// [T, V] tile (plus its bf16 rounding) and the gradients. The softmax rows run on
+/// [T, V] tile, the bf16 rounding of up to weight_gradient_rows rows of dz (the weight
+/// gradient is formed over that many rows at once) and the gradients. The softmax rows run on
 /// parallel_for; the products are threaded by oneDNN. Errors name the op and the shapes.
 LinearCrossEntropyResult linear_cross_entropy(const Tensor& hidden, const Tensor& weight,
                                               const Tensor& bias, const Tensor& targets,

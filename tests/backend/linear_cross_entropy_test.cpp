@@ -332,6 +332,36 @@ TEST(LinearCrossEntropyBf16, Bf16OperandsRoundDlogits) {
       magnitudes(hidden.to(DType::kF32), weight.to(DType::kF32), in.bias, in.targets, options));
 }
 
+// The weight gradient is formed over groups of tiles (weight_gradient_rows): per tile, groups
+// of 3 tiles with a partial last group, one group for all rows. Every grouping matches the
+// composed products; the loss and grad_hidden (not grouped) are the same bits for all.
+TEST(LinearCrossEntropyBf16, WeightGradientGroupsOfTilesMatchTheComposedProducts) {
+  const Inputs in = make_inputs(kBf16Case, DType::kF32, 8);
+  const Tensor hidden = in.hidden.to(DType::kBF16), weight = in.weight.to(DType::kBF16);
+  const auto options = ce_options(kBf16Case);
+  const Grads rounded = composed(hidden, weight, in.bias, in.targets, options, DzRounding::kBf16);
+  const Grads unrounded = composed(hidden.to(DType::kF32), weight.to(DType::kF32), in.bias,
+                                   in.targets, options, DzRounding::kNone);
+  const Magnitudes mag =
+      magnitudes(hidden.to(DType::kF32), weight.to(DType::kF32), in.bias, in.targets, options);
+  backend::LinearCrossEntropyResult first;
+  for (int64_t group : {16, 40, 1000}) {  // tile_rows is 16; 40 rounds up to 48; 85 valid rows
+    SCOPED_TRACE("weight_gradient_rows " + std::to_string(group));
+    backend::LinearCrossEntropyOptions o = all_grads(kBf16Case);
+    o.weight_gradient_rows = group;
+    const backend::LinearCrossEntropyResult fused =
+        backend::linear_cross_entropy(hidden, weight, in.bias, in.targets, o);
+    expect_bf16_products_match(fused, rounded, unrounded, mag);
+    if (!first.loss.defined()) {
+      first = fused;
+      continue;
+    }
+    EXPECT_EQ(fused.loss.to_double_vector(), first.loss.to_double_vector());
+    EXPECT_EQ(fused.grad_hidden.to_double_vector(), first.grad_hidden.to_double_vector());
+    EXPECT_EQ(fused.grad_bias.to_double_vector(), first.grad_bias.to_double_vector());
+  }
+}
+
 TEST(LinearCrossEntropyBf16, F32OperandsWithRoundingFlagTakeThePortablePath) {
   const Inputs in = make_inputs(kBf16Case, DType::kF32, 7);
   // f32 tensors holding bf16 values, as round_to_bf16_operand makes them without bf16 kernels.
