@@ -13,7 +13,7 @@ namespace rota::backend {
 constexpr int64_t kLinearCrossEntropyTileRows = 256;
 /// Rows of rounded dlogits gathered (a few tiles) before each weight-gradient product when
 /// LinearCrossEntropyOptions::weight_gradient_rows is 0: the product accumulates into the
-/// whole [E, V] f32 gradient, so fewer, deeper products move less memory.
+/// whole [V, E] f32 gradient, so fewer, deeper products move less memory.
 constexpr int64_t kLinearCrossEntropyWeightGradientRows = 1024;
 
 struct LinearCrossEntropyOptions {
