@@ -235,7 +235,63 @@ void run_gemm(const GemmArgs<float>& args, Isa isa) {
   portable_gemm(args);
 }
 
+#if defined(__x86_64__)
+// dst[cols, rows] = src[rows, cols]ᵀ in 8×8 blocks: 8 source rows are loaded, interleaved
+// pairwise (unpack), in fours (shuffle) and across the 128-bit halves (permute), giving 8
+// destination rows; the edges that do not fill a block are copied element by element.
+[[gnu::target("avx2,fma")]] void avx2_transpose(const float* src, int64_t rows, int64_t cols,
+                                                int64_t ld_src, float* dst) {
+  const int64_t rows8 = rows - rows % 8, cols8 = cols - cols % 8;
+  for (int64_t i = 0; i < rows8; i += 8) {
+    for (int64_t j = 0; j < cols8; j += 8) {
+      const float* s0 = src + i * ld_src + j;
+      __m256 r[8];
+      for (int x = 0; x < 8; ++x) r[x] = _mm256_loadu_ps(s0 + x * ld_src);
+      __m256 t[8];
+      for (int x = 0; x < 4; ++x) {
+        t[2 * x] = _mm256_unpacklo_ps(r[2 * x], r[2 * x + 1]);
+        t[2 * x + 1] = _mm256_unpackhi_ps(r[2 * x], r[2 * x + 1]);
+      }
+      __m256 u[8];
+      for (int x = 0; x < 2; ++x) {
+        const int o = 4 * x;
+        u[o + 0] = _mm256_shuffle_ps(t[o + 0], t[o + 2], 0x44);
+        u[o + 1] = _mm256_shuffle_ps(t[o + 0], t[o + 2], 0xEE);
+        u[o + 2] = _mm256_shuffle_ps(t[o + 1], t[o + 3], 0x44);
+        u[o + 3] = _mm256_shuffle_ps(t[o + 1], t[o + 3], 0xEE);
+      }
+      float* d0 = dst + j * rows + i;
+      for (int x = 0; x < 4; ++x) {
+        _mm256_storeu_ps(d0 + x * rows, _mm256_permute2f128_ps(u[x], u[x + 4], 0x20));
+        _mm256_storeu_ps(d0 + (x + 4) * rows, _mm256_permute2f128_ps(u[x], u[x + 4], 0x31));
+      }
+    }
+  }
+  for (int64_t i = 0; i < rows; ++i) {  // right edge of the blocked rows, then the bottom rows
+    for (int64_t j = i < rows8 ? cols8 : 0; j < cols; ++j) dst[j * rows + i] = src[i * ld_src + j];
+  }
+}
+#endif
+
 }  // namespace
+
+void transpose_into(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst,
+                    Isa isa) {
+  ROTA_CHECK(vecmath::isa_supported(isa), "small_gemm: this CPU cannot run the {} build",
+             vecmath::isa_name(isa));
+#if defined(__x86_64__)
+  if (isa != Isa::kPortable) return avx2_transpose(src, rows, cols, ld_src, dst);
+#endif
+  transpose_into<float>(src, rows, cols, ld_src, dst);
+}
+
+void transpose_into(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst) {
+  static const Isa chosen = vecmath::best_isa();
+#if defined(__x86_64__)
+  if (chosen != Isa::kPortable) return avx2_transpose(src, rows, cols, ld_src, dst);
+#endif
+  transpose_into<float>(src, rows, cols, ld_src, dst);
+}
 
 void gemm(const GemmArgs<float>& args, Isa isa) {
   ROTA_CHECK(vecmath::isa_supported(isa), "small_gemm: this CPU cannot run the {} build",

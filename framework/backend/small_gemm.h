@@ -42,11 +42,20 @@ void gemm(const GemmArgs<float>& args);
 void gemm(const GemmArgs<double>& args);
 
 /// dst[cols, rows] = src[rows, cols]ᵀ; src row i at src + i·ld_src, dst rows dense (ld = rows).
+/// The plain element loop (f64, and the portable build of the f32 one).
 template <typename T>
 void transpose_into(const T* src, int64_t rows, int64_t cols, int64_t ld_src, T* dst) {
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * ld_src + j];
   }
 }
+
+/// The f32 transpose with the build for isa: AVX2 and AVX-512 move 8×8 blocks through
+/// registers (unpack/shuffle/permute), the edges element by element; a copy, so every build
+/// gives the same result. dst must not overlap src.
+void transpose_into(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst,
+                    Isa isa);
+/// The f32 transpose with the widest build this CPU runs (vecmath::best_isa()).
+void transpose_into(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst);
 
 }  // namespace rota::backend::small_gemm

@@ -142,6 +142,28 @@ TEST(SmallGemm, TransposeIntoSwapsRowsAndColumns) {
   EXPECT_EQ(dst, (std::vector<float>{1, 4, 2, 5, 3, 6}));
 }
 
+// The f32 transpose of each build (8×8 register blocks plus element-wise edges) against the
+// element loop, for sizes below, at and across block multiples, with a padded source stride.
+TEST(SmallGemm, TransposeEveryBuildMatchesTheElementLoop) {
+  Generator gen(5);
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+    if (!backend::vecmath::isa_supported(isa)) continue;
+    for (int64_t rows : {0, 1, 7, 8, 9, 16, 31, 64, 65}) {
+      for (int64_t cols : {1, 5, 8, 15, 24, 64, 67}) {
+        const int64_t ld = cols + 3;
+        const Tensor src_t = randn({std::max<int64_t>(rows, 1) * ld}, gen);
+        const float* src = src_t.data<float>();
+        std::vector<float> want(rows * cols), got(rows * cols + 1, -1.0f);
+        sg::transpose_into<float>(src, rows, cols, ld, want.data());
+        sg::transpose_into(src, rows, cols, ld, got.data(), isa);
+        EXPECT_EQ(got.back(), -1.0f) << "wrote past the end";
+        got.pop_back();
+        ASSERT_EQ(got, want) << backend::vecmath::isa_name(isa) << " " << rows << "x" << cols;
+      }
+    }
+  }
+}
+
 TEST(SmallGemm, BadSizesAreRejected) {
   sg::GemmArgs<float> args;
   args.m = 2;
