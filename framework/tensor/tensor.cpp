@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -476,10 +477,19 @@ Tensor empty_like(const Tensor& t) {
 
 Tensor empty_in_layout_of(const Tensor& t) {
   const int64_t nd = t.dim();
-  std::vector<int64_t> order(nd);  // stored dim i is dim order[i] of t
-  for (int64_t d = 0; d < nd; ++d) order[d] = d;
+  if (nd <= 1) return Tensor::empty(t.shape(), t.dtype());
+  // Stored dim i is dim order[i] of t: the leading dims by decreasing stride (dims of size 1 or
+  // stride 0 say nothing about the layout and go first; ties keep their order), the last dim
+  // innermost.
+  std::vector<int64_t> order(nd - 1);
+  for (int64_t d = 0; d < nd - 1; ++d) order[d] = d;
+  const auto key = [&](int64_t d) {
+    return t.size(d) <= 1 || t.strides()[d] == 0 ? std::numeric_limits<int64_t>::max()
+                                                 : t.strides()[d];
+  };
   std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return t.strides()[a] > t.strides()[b]; });
+                   [&](int64_t a, int64_t b) { return key(a) > key(b); });
+  order.push_back(nd - 1);
   Shape stored(nd);
   std::vector<int64_t> back(nd);  // dim d of t is stored dim back[d]
   for (int64_t i = 0; i < nd; ++i) {

@@ -110,8 +110,9 @@ Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::
 Tensor scalar_tensor(double value, DType dtype = DType::kF32);
 /// Contiguous tensor of the same shape and dtype as t, uninitialised.
 Tensor empty_like(const Tensor& t);
-/// Like empty_like, but dense in t's memory order: dims ordered by t's strides (largest
-/// outermost, ties in dim order) and returned permuted to t's shape. For t = a permuted view
+/// Like empty_like, but dense in t's memory order: the dims before the last ordered by t's
+/// strides (largest outermost; size-1 and stride-0 dims first; ties in dim order), the last dim
+/// always innermost (unit-stride rows), returned permuted to t's shape. For t = a permuted view
 /// (e.g. [B, N, H, D] seen as [B, H, N, D]) the result is that permuted layout, so a gradient
 /// written into it needs no copy when the permute is undone. Contiguous t: a contiguous result.
 Tensor empty_in_layout_of(const Tensor& t);

@@ -77,6 +77,26 @@ TEST(UnaryBackwardFromOutput, GradientOfAStridedViewTakesItsLayout) {
   }
 }
 
+// Views that are not permutations of dense storage: an expanded (stride-0) dim and a
+// transposed last dim. Same bits as the contiguous copy; gradients keep unit-stride rows.
+TEST(UnaryBackwardFromOutput, ExpandedAndTransposedViewsGiveTheContiguousCopysBits) {
+  Generator gen(23);
+  const Tensor row = randn({1, 32}, gen);
+  const Tensor square = randn({24, 24}, gen);
+  for (const Tensor& x : {row.expand({5, 32}), square.transpose(0, 1)}) {
+    const Tensor g = randn(x.shape(), gen);
+    for (UnaryOp op : kOps) {
+      const Tensor y = backend::unary(op, x, 0.25);
+      EXPECT_EQ(bits_of(y), bits_of(backend::unary(op, x.contiguous(), 0.25)))
+          << backend::unary_op_name(op);
+      const Tensor gx = backend::unary_backward(op, x, y, g, 0.25);
+      EXPECT_EQ(bits_of(gx), bits_of(backend::unary_backward(op, x.contiguous(), y, g, 0.25)))
+          << backend::unary_op_name(op);
+      EXPECT_EQ(gx.strides().back(), 1) << backend::unary_op_name(op);
+    }
+  }
+}
+
 // The derivative of 1+elu is now read from y = 1+elu(x) alone: min(y, 1). It must equal the
 // defining form (x > 0 ? 1 : y) for every x, which holds only if e^x ≤ 1 for x ≤ 0 and
 // x + 1 ≥ 1 for x > 0 in the forward's own arithmetic (f32 vector exp, f64 libm).

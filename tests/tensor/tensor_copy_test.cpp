@@ -299,12 +299,15 @@ TEST(TensorFactories, EmptyInLayoutOfFollowsTheStrideOrder) {
   EXPECT_FALSE(e.is_contiguous());
   EXPECT_TRUE(e.permute({0, 2, 1, 3}).is_contiguous());  // dense, no gaps, in view's order
   EXPECT_EQ(e.strides(), (Strides{5 * 4 * 6, 6, 4 * 6, 1}));
-  // A transposed matrix: column-major storage. Contiguous and 0-dim: contiguous.
-  EXPECT_EQ(empty_in_layout_of(iota({2, 3}).transpose(0, 1)).strides(), (Strides{1, 3}));
+  // The last dim stays innermost even when t's is not (rows are always unit-stride).
+  EXPECT_TRUE(empty_in_layout_of(iota({2, 3}).transpose(0, 1)).is_contiguous());
+  // Contiguous, 1-dim and 0-dim: contiguous.
   EXPECT_TRUE(empty_in_layout_of(iota({2, 3})).is_contiguous());
   EXPECT_EQ(empty_in_layout_of(scalar_tensor(1.0)).dim(), 0);
-  // Size-1 dims (equal strides) keep their order.
+  // Size-1 dims (equal strides) keep their order; an expanded (stride-0) dim goes outermost.
   EXPECT_TRUE(empty_in_layout_of(iota({1, 1, 4})).is_contiguous());
+  const Tensor expanded = empty_in_layout_of(iota({1, 16}).expand({4, 16}));
+  EXPECT_TRUE(expanded.is_contiguous());
 }
 
 TEST(TensorStorage, StatsTrackLiveAndPeakBytes) {
