@@ -389,6 +389,7 @@ inline void core_forward(const RowContext<T>& ctx, int64_t r, const T* u, T* y) 
 
 template <typename V, typename T>
 void forward_rows(const RowContext<T>& ctx, const T* x, T* y, int64_t row_begin, int64_t row_end) {
+  if (row_begin >= row_end) return;  // also N = 0, where row % N is undefined
   const int64_t d = dim_of<V>(ctx);
   const int64_t f = V::core == LrpeCore::kUnitary ? 2 * d : d;
   std::vector<T> scratch(d), phi(ctx.one_plus_elu ? d : 0);
@@ -457,6 +458,7 @@ void flush_accumulators(const RowContext<T>& ctx, GradAccumulators<T>& acc, doub
 template <typename V, typename T>
 void backward_rows(const RowContext<T>& ctx, const T* x, const T* grad_y, T* dx, double* gth,
                    double* gw, int64_t row_begin, int64_t row_end) {
+  if (row_begin >= row_end) return;  // also N = 0, where row % N is undefined
   const PositionTables<T>& t = *ctx.tables;
   const int64_t d = dim_of<V>(ctx);
   const int64_t f = V::core == LrpeCore::kUnitary ? 2 * d : d;

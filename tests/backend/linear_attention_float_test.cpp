@@ -168,5 +168,20 @@ TEST(LinearAttentionLayout, HeadViewsGiveTheSameBitsAndOutputAndDvMergeHeadsForF
                         backend::causal_linear_attention_forward(q, k, v, 64)));
 }
 
+// No positions (N = 0): empty outputs and gradients, no crash, both forms.
+TEST(LinearAttentionLayout, NoPositionsGiveEmptyResults) {
+  const Tensor q = zeros({2, 3, 0, 8}), v = zeros({2, 3, 0, 4});
+  for (bool causal : {true, false}) {
+    const Tensor out = causal ? backend::causal_linear_attention_forward(q, q, v, 64)
+                              : backend::bidirectional_linear_attention_forward(q, q, v);
+    EXPECT_EQ(out.shape(), v.shape());
+    const auto grads = causal ? backend::causal_linear_attention_backward(q, q, v, v, 64)
+                              : backend::bidirectional_linear_attention_backward(q, q, v, v);
+    EXPECT_EQ(grads.dq.shape(), q.shape());
+    EXPECT_EQ(grads.dk.shape(), q.shape());
+    EXPECT_EQ(grads.dv.shape(), v.shape());
+  }
+}
+
 }  // namespace
 }  // namespace rota

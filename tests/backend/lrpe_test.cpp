@@ -312,5 +312,23 @@ TEST(LrpeKernelErrors, BadParametersNameTheOp) {
                Error);
 }
 
+// Zero positions (N = 0) or zero slices: empty outputs and dx, zero θ / w gradients, no crash
+// (the row loops derive the position as row % N).
+TEST(LrpeKernelEmpty, NoRowsGiveEmptyResultsAndZeroParameterGradients) {
+  LrpeKernelConfig c;  // Type 2 + Householder
+  const Tensor theta = full({4}, 0.5), w = full({8}, 0.25);
+  for (const Shape& shape : {Shape{2, 0, 8}, Shape{0, 5, 8}}) {
+    for (bool fused : {false, true}) {
+      c.input_one_plus_elu = fused;
+      const Tensor x = zeros(shape);
+      EXPECT_EQ(backend::lrpe_forward(c, x, theta, w, Tensor()).shape(), shape);
+      const auto grads = backend::lrpe_backward(c, x, theta, w, Tensor(), zeros(shape));
+      EXPECT_EQ(grads.dx.shape(), shape);
+      EXPECT_EQ(grads.dtheta.to_double_vector(), std::vector<double>(4, 0.0));
+      EXPECT_EQ(grads.dw.to_double_vector(), std::vector<double>(8, 0.0));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rota
