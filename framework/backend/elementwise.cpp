@@ -412,14 +412,7 @@ Tensor unary_backward(UnaryOp op, const Tensor& x_in, const Tensor& y_in, const 
 
 void unary_array(UnaryOp op, const float* x, float* y, int64_t n, float param) {
   dispatch_unary(op, [&](auto op_constant) {
-    constexpr UnaryOp kOp = decltype(op_constant)::value;
-    if constexpr (kHasVecmathForward<kOp>) {
-      vecmath_forward<kOp>(x, y, n, param);
-    } else {
-      // The same loop unary_loop runs.
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) y[i] = unary_value<kOp, float>(x[i], param);
-    }
+    unary_span<decltype(op_constant)::value, float>(x, y, n, param);  // what unary_loop runs
   });
 }
 
@@ -434,16 +427,8 @@ void unary_backward_array(UnaryOp op, const float* x, const float* grad_y, float
              "unary_backward_array: {}'s derivative needs the output; use unary_backward",
              unary_op_name(op));
   dispatch_unary(op, [&](auto op_constant) {
-    constexpr UnaryOp kOp = decltype(op_constant)::value;
-    if constexpr (kHasVecmathBackward<kOp>) {
-      vecmath_backward<kOp>(x, grad_y, grad_x, n);
-    } else {
-      // The same loop unary_backward_loop runs (y is not read by these derivatives).
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) {
-        grad_x[i] = grad_y[i] * unary_derivative<kOp, float>(x[i], x[i], 0.0f);
-      }
-    }
+    // What unary_backward_loop runs (y is not read by these derivatives).
+    unary_backward_span<decltype(op_constant)::value, float>(x, x, grad_y, grad_x, n, 0.0f);
   });
 }
 

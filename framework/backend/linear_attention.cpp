@@ -339,13 +339,7 @@ std::vector<T> decay_powers(const char* op, const Tensor& decay, const Tensor& q
   return out;
 }
 
-// The tensor the kernels read for x: x itself when its last dim is dense (any view of the other
-// dims, e.g. a [B, N, H, D] tensor permuted to [B, H, N, D]), a dense copy otherwise.
-Tensor readable(const Tensor& x) {
-  return x.size(-1) <= 1 || x.strides().back() == 1 ? x : x.contiguous();
-}
-
-// Slice g's rows of x (readable, as above).
+// Slice g's rows of x (rows unit-stride: with_unit_stride_rows).
 template <typename T>
 Rows<T> slice_rows(const Tensor& x, const std::vector<int64_t>& offsets, int64_t g) {
   return {x.data<std::remove_const_t<T>>() + offsets[g], x.strides()[x.dim() - 2]};
@@ -360,7 +354,14 @@ struct SliceOperands {
 
 SliceOperands slice_operands(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                              const Tensor& x_in) {
-  SliceOperands in{readable(q_in), readable(k_in), readable(v_in), readable(x_in), {}, {}, {}, {}};
+  SliceOperands in{with_unit_stride_rows(q_in),
+                   with_unit_stride_rows(k_in),
+                   with_unit_stride_rows(v_in),
+                   with_unit_stride_rows(x_in),
+                   {},
+                   {},
+                   {},
+                   {}};
   in.q_at = matrix_offsets(in.q.shape(), in.q.strides());
   in.k_at = matrix_offsets(in.k.shape(), in.k.strides());
   in.v_at = matrix_offsets(in.v.shape(), in.v.strides());

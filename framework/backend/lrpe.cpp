@@ -673,12 +673,6 @@ PositionTables<T> build_tables(const LrpeKernelConfig& c, const LrpeDims& s, con
   return t;
 }
 
-// x itself when its rows (last dim) are unit-stride, e.g. a [B, H, N, D] head view of a
-// [B, N, 3E] projection; a dense copy otherwise.
-Tensor rows_readable(const Tensor& x) {
-  return x.size(-1) <= 1 || x.strides().back() == 1 ? x : x.contiguous();
-}
-
 int64_t row_stride(const Tensor& x) {
   return x.strides()[x.dim() - 2];
 }
@@ -705,7 +699,7 @@ Tensor lrpe_forward(const LrpeKernelConfig& c, const Tensor& x_in, const Tensor&
                     const Tensor& w_in, const Tensor& permutation) {
   const char* op = "lrpe";
   const LrpeDims s = check_inputs(op, c, x_in, theta, w_in, permutation);
-  const Tensor x = rows_readable(x_in);
+  const Tensor x = with_unit_stride_rows(x_in);
   const std::vector<int64_t> x_at = matrix_offsets(x.shape(), x.strides());
   Shape out_shape = x.shape();
   out_shape.back() = s.f;
@@ -747,7 +741,7 @@ LrpeGrads lrpe_backward(const LrpeKernelConfig& c, const Tensor& x_in, const Ten
   y_shape.back() = s.f;
   ROTA_CHECK(grad_y.shape() == y_shape, "{}: grad {} for output {}", op, shape_str(grad_y.shape()),
              shape_str(y_shape));
-  const Tensor x = rows_readable(x_in);
+  const Tensor x = with_unit_stride_rows(x_in);
   const Tensor g = grad_y.contiguous();
   LrpeGrads grads;
   grads.dx = empty_in_layout_of(x);

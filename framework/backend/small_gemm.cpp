@@ -273,24 +273,26 @@ void run_gemm(const GemmArgs<float>& args, Isa isa) {
 }
 #endif
 
-}  // namespace
-
-void transpose_into(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst,
-                    Isa isa) {
-  ROTA_CHECK(vecmath::isa_supported(isa), "small_gemm: this CPU cannot run the {} build",
-             vecmath::isa_name(isa));
+void run_transpose(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst,
+                   Isa isa) {
 #if defined(__x86_64__)
   if (isa != Isa::kPortable) return avx2_transpose(src, rows, cols, ld_src, dst);
 #endif
   transpose_into<float>(src, rows, cols, ld_src, dst);
 }
 
+}  // namespace
+
+void transpose_into(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst,
+                    Isa isa) {
+  ROTA_CHECK(vecmath::isa_supported(isa), "small_gemm: this CPU cannot run the {} build",
+             vecmath::isa_name(isa));
+  run_transpose(src, rows, cols, ld_src, dst, isa);
+}
+
 void transpose_into(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst) {
   static const Isa chosen = vecmath::best_isa();
-#if defined(__x86_64__)
-  if (chosen != Isa::kPortable) return avx2_transpose(src, rows, cols, ld_src, dst);
-#endif
-  transpose_into<float>(src, rows, cols, ld_src, dst);
+  run_transpose(src, rows, cols, ld_src, dst, chosen);
 }
 
 void gemm(const GemmArgs<float>& args, Isa isa) {

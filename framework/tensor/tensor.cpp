@@ -499,6 +499,10 @@ Tensor empty_in_layout_of(const Tensor& t) {
   return Tensor::empty(stored, t.dtype()).permute(back);
 }
 
+Tensor with_unit_stride_rows(const Tensor& t) {
+  return t.dim() == 0 || t.size(-1) <= 1 || t.strides().back() == 1 ? t : t.contiguous();
+}
+
 Tensor zeros_like(const Tensor& t) {
   return zeros(t.shape(), t.dtype());
 }

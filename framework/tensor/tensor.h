@@ -116,6 +116,10 @@ Tensor empty_like(const Tensor& t);
 /// (e.g. [B, N, H, D] seen as [B, H, N, D]) the result is that permuted layout, so a gradient
 /// written into it needs no copy when the permute is undone. Contiguous t: a contiguous result.
 Tensor empty_in_layout_of(const Tensor& t);
+/// t itself when its rows (last dim) are unit-stride or hold at most one element — any view of
+/// the other dims, e.g. a [B, N, H, D] tensor permuted to [B, H, N, D] — for kernels that read
+/// rows in place; a contiguous copy otherwise.
+Tensor with_unit_stride_rows(const Tensor& t);
 Tensor zeros_like(const Tensor& t);
 
 }  // namespace rota
