@@ -14,7 +14,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "framework/backend/parallel.h"
+#include "framework/backend/cpu/parallel.h"
 #include "framework/tensor/caching_allocator.h"
 #include "framework/tensor/tensor.h"
 

@@ -8,9 +8,9 @@
 
 #include "framework/autograd/ops/linear_attention.h"
 #include "framework/autograd/ops/reduce.h"
-#include "framework/backend/linear_attention.h"
-#include "framework/backend/lrpe.h"
-#include "framework/backend/parallel.h"
+#include "framework/backend/fused/linear_attention.h"
+#include "framework/backend/fused/lrpe.h"
+#include "framework/backend/cpu/parallel.h"
 #include "framework/nn/position/lrpe.h"
 #include "framework/tensor/random.h"
 

@@ -498,7 +498,7 @@ def build_model(cfg, seed=1):
 # ---- training step pieces ----
 
 def parameter_kind(name, p):
-    """Rota's optimizer groups (cli/jobs/optimizer_setup.cpp): norm, embedding, positional,
+    """Rota's optimizer groups (app/setup/optimizer_setup.cpp): norm, embedding, positional,
     else weight (rank >= 2) or bias."""
     parts = name.split(".")
     if "lrpe" in parts:

@@ -1,49 +1,26 @@
-// `rota ablate ABLATION [--out DIR] [--jobs N]`: run every variant × seed, then tables and plots.
-#include <cstdio>
+// `rota ablate ABLATION [--out DIR] [--jobs N] [--eval-batches N]`.
+#include <memory>
 
-#include <fmt/format.h>
-
-#include "cli/ablation/ablation_runner.h"
-#include "cli/ablation/subprocess.h"
 #include "cli/commands/commands.h"
-#include "framework/io/log.h"
+#include "experiments/ablate_run.h"
 
 namespace rota::cli {
 
-namespace {
-
-/// The command as typed (for results.md): only the options that differ from the defaults.
-std::string ablate_command_line(const AblateArgs& args) {
-  std::vector<std::string> argv = {"rota", "ablate", args.ablation};
-  if (!args.out.empty()) argv.insert(argv.end(), {"--out", args.out});
-  if (args.jobs != 1) argv.insert(argv.end(), {"--jobs", std::to_string(args.jobs)});
-  if (args.eval_batches > 0) {
-    argv.insert(argv.end(), {"--eval-batches", std::to_string(args.eval_batches)});
-  }
-  return command_line(argv);
-}
-
-}  // namespace
-
-int run_ablate(const AblateArgs& args) {
-  io::init_logging_from_env();
-  AblationRunOptions options;
-  options.ablation_file = args.ablation;
-  options.out = args.out;
-  options.jobs = args.jobs;
-  options.eval_batches = args.eval_batches;
-  // /proc/self/exe names this very binary even if the file is rebuilt during the ablation.
-  options.program = args.rota_binary.empty() ? "/proc/self/exe" : args.rota_binary;
-  options.command = ablate_command_line(args);
-  const AblationOutcome outcome = run_ablation(options);
-  const std::filesystem::path report = outcome.out / "results.md";
-  std::printf("ablation: %d of %zu runs finished, %d failed, %d unfinished; results=%s\n",
-              outcome.finished, outcome.results.size(), outcome.failed, outcome.unfinished,
-              report.c_str());
-  if (outcome.stopped) {
-    std::printf("stopped; rerun the same command to continue: %s\n", options.command.c_str());
-  }
-  return outcome.failed == 0 && outcome.unfinished == 0 ? kExitOk : kExitFailure;
+Command add_ablate_command(CLI::App& app) {
+  auto request = std::make_shared<experiments::AblateRequest>();
+  CLI::App* cmd = app.add_subcommand(
+      "ablate",
+      "Run every variant x seed of an ablation file, then results.csv, results.md and plots "
+      "(rerun to resume)");
+  cmd->add_option("ablation", request->ablation, "Ablation file (.txtpb)")->required();
+  cmd->add_option("--out", request->out,
+                  "Output directory (default: runs/ablations/<ablation name>)");
+  cmd->add_option("--jobs", request->jobs, "Runs at once (default 1)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--eval-batches", request->eval_batches,
+                  "Evaluate only this many batches per split (0: whole splits; a quick look)")
+      ->check(CLI::NonNegativeNumber);
+  return {cmd, [request] { return experiments::run_ablate(*request); }};
 }
 
 }  // namespace rota::cli

@@ -1,42 +1,21 @@
-// `rota data list` and `rota data fetch NAME`: the corpus registry and where each file is.
-#include <cstdio>
+// `rota data list` and `rota data fetch NAME`.
+#include <memory>
+#include <string>
 
+#include "app/run/data_run.h"
 #include "cli/commands/commands.h"
-#include "data/corpus/corpus_registry.h"
-#include "data/corpus/data_options.h"
-#include "data/corpus/locate.h"
-#include "recipes/recipe_error.h"
 
 namespace rota::cli {
 
-int run_data_list() {
-  const data::DataOptions options = data::default_data_options();
-  std::printf("search path:\n");
-  for (const auto& dir : options.search_path) {
-    std::printf("  %s (%s)\n", dir.dir.c_str(), dir.origin.c_str());
-  }
-  std::printf("downloads go to %s%s\n\n", options.cache_dir.c_str(),
-              options.allow_download ? "" : " (downloads disabled: ROTA_OFFLINE)");
-  for (const data::CorpusInfo& corpus : data::corpus_registry()) {
-    std::printf("%s: %s\n", corpus.name.c_str(), corpus.description.c_str());
-    if (!corpus.note.empty()) std::printf("  %s\n", corpus.note.c_str());
-    for (const data::CorpusFileStatus& file : data::corpus_status(corpus, options)) {
-      std::printf("  %-15s %-28s %s\n", file.split.c_str(), file.file_name.c_str(),
-                  file.path.empty() ? "missing (rota data fetch downloads it)" : file.path.c_str());
-    }
-  }
-  return kExitOk;
-}
-
-int run_data_fetch(const std::string& name) {
-  if (!data::find_corpus(name)) {
-    throw recipes::RecipeError("rota data fetch: unknown corpus '" + name +
-                               "' (registered: " + data::registered_corpus_names() + ")");
-  }
-  for (const auto& path : data::fetch_corpus(name, data::default_data_options())) {
-    std::printf("%s\n", path.c_str());
-  }
-  return kExitOk;
+std::vector<Command> add_data_commands(CLI::App& app) {
+  CLI::App* data = app.add_subcommand("data", "Corpora: list what is registered and found, fetch");
+  data->require_subcommand(1);
+  CLI::App* list = data->add_subcommand("list", "Registered corpora and where their files are");
+  auto name = std::make_shared<std::string>();
+  CLI::App* fetch = data->add_subcommand("fetch", "Download and verify a registered corpus");
+  fetch->add_option("name", *name, "Corpus name (see rota data list)")->required();
+  return {{list, [] { return app::run_data_list(); }},
+          {fetch, [name] { return app::run_data_fetch(*name); }}};
 }
 
 }  // namespace rota::cli

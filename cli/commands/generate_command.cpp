@@ -1,54 +1,23 @@
 // `rota generate CHECKPOINT --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]`.
-#include <cstdio>
+#include <memory>
 
+#include "app/run/generate_run.h"
 #include "cli/commands/commands.h"
-#include "cli/jobs/checkpoint_task.h"
-#include "cli/jobs/precision_setup.h"
-#include "cli/jobs/tasks.h"
-#include "framework/io/log.h"
-#include "models/generation.h"
-#include "recipes/recipe_error.h"
 
 namespace rota::cli {
 
-int run_generate(const GenerateArgs& args) {
-  io::init_logging_from_env();
-  if (args.tokens < 0) throw recipes::RecipeError("--tokens must be >= 0");
-  if (args.temperature < 0) throw recipes::RecipeError("--temperature must be >= 0");
-  if (args.top_k < 0) throw recipes::RecipeError("--top-k must be >= 0");
-  CheckpointTask loaded = load_checkpoint_task(args.checkpoint);
-  auto* causal = dynamic_cast<CausalLmTask*>(loaded.task.get());
-  if (!causal) {
-    throw recipes::RecipeError(
-        "rota generate: " + loaded.checkpoint_dir.string() +
-        " is not a causal language model (generation needs model.kind CAUSAL_LM)");
-  }
-  // The precision the model was trained in (train.dtype).
-  const MatmulPrecisionGuard precision(precision_from_recipe(causal->recipe()));
-  report_precision(matmul_precision());
-  const data::Tokenizer& tokenizer = causal->tokenizer();
-  std::vector<int64_t> prompt = tokenizer.encode(args.prompt);
-  // Line-based tokenizers close every line with <eos>; the prompt is a line still being written.
-  const auto& specials = tokenizer.specials();
-  if (prompt.size() > 1 && specials.has(data::SpecialToken::kEos) &&
-      prompt.back() == specials.id(data::SpecialToken::kEos)) {
-    prompt.pop_back();
-  }
-  if (prompt.empty()) throw recipes::RecipeError("--prompt: the prompt encodes to no tokens");
-  models::GenerationOptions options;
-  options.tokens = args.tokens;
-  options.temperature = args.temperature;
-  options.top_k = args.top_k;
-  options.seed = args.seed;
-  std::fputs(tokenizer.decode(prompt).c_str(), stdout);
-  // Stream the text: decode each new id as it arrives.
-  models::generate(causal->causal_lm(), prompt, options, [&](int64_t id) {
-    const int64_t one[1] = {id};
-    std::fputs(tokenizer.decode(one).c_str(), stdout);
-    std::fflush(stdout);
-  });
-  std::fputs("\n", stdout);
-  return kExitOk;
+Command add_generate_command(CLI::App& app) {
+  auto request = std::make_shared<app::GenerateRequest>();
+  CLI::App* cmd = app.add_subcommand("generate", "Sample text from a causal LM checkpoint");
+  cmd->add_option("checkpoint", request->checkpoint, "Run directory or checkpoint directory")
+      ->required();
+  cmd->add_option("--prompt", request->prompt, "Text to continue")->required();
+  cmd->add_option("--tokens", request->tokens, "Tokens to generate (default 200)");
+  cmd->add_option("--temperature", request->temperature,
+                  "Softmax temperature; 0 = greedy (default 0.8)");
+  cmd->add_option("--top-k", request->top_k, "Sample from the k most likely tokens; 0 = all");
+  cmd->add_option("--seed", request->seed, "Sampling seed (default 0)");
+  return {cmd, [request] { return app::run_generation(*request); }};
 }
 
 }  // namespace rota::cli

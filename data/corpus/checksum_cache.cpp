@@ -5,7 +5,7 @@
 #include <sstream>
 #include <vector>
 
-#include "data/util/file_io.h"
+#include "framework/base/file_io.h"
 #include "data/util/sha256.h"
 
 namespace rota::data {
@@ -87,7 +87,7 @@ bool verify_file_checksum(const std::filesystem::path& file, const std::string& 
     }
     updated += wanted + "\n";
     try {
-      write_file_atomic(record_file, updated);
+      write_file_atomically(record_file, updated);
     } catch (...) {
       // Best effort: a read-only cache just means hashing again next time.
     }

@@ -5,8 +5,8 @@
 
 #include "data/corpus/locate.h"
 #include "data/corpus/text_split.h"
-#include "data/util/file_io.h"
-#include "framework/tensor/error.h"
+#include "framework/base/file_io.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "data/util/sha256.h"
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

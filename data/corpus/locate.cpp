@@ -5,7 +5,7 @@
 
 #include "data/corpus/checksum_cache.h"
 #include "data/corpus/download.h"
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "data/util/utf8.h"
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

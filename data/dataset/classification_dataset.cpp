@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "data/util/seed.h"
-#include "framework/tensor/error.h"
+#include "framework/base/seed_mix.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

@@ -2,7 +2,7 @@
 #include "data/dataset/mlm_masking.h"
 
 #include "data/dataset/batch.h"
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "data/tokenizer/tokenizer_config.h"
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

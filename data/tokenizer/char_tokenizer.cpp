@@ -8,7 +8,7 @@
 
 #include "data/tokenizer/tokenizer_config.h"
 #include "data/util/utf8.h"
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

@@ -4,8 +4,8 @@
 #include <sentencepiece_processor.h>
 
 #include "data/tokenizer/tokenizer_config.h"
-#include "data/util/file_io.h"
-#include "framework/tensor/error.h"
+#include "framework/base/file_io.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 
@@ -94,7 +94,7 @@ std::string SentencePieceTokenizer::token_text(int64_t id) const {
 
 void SentencePieceTokenizer::save(const std::filesystem::path& dir) const {
   std::filesystem::create_directories(dir);
-  write_file_atomic(dir / kModelFile, model_);
+  write_file_atomically(dir / kModelFile, model_);
   nlohmann::json config = detail::config_header(*this);
   config["model_file"] = kModelFile;
   detail::write_config(dir, config);

@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "data/tokenizer/sentencepiece_tokenizer.h"
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

@@ -1,7 +1,7 @@
 // Special token names and the id table.
 #include "data/tokenizer/special_tokens.h"
 
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

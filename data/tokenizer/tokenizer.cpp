@@ -6,7 +6,7 @@
 #include "data/tokenizer/sentencepiece_tokenizer.h"
 #include "data/tokenizer/tokenizer_config.h"
 #include "data/tokenizer/word_tokenizer.h"
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

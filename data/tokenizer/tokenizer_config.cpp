@@ -1,8 +1,8 @@
 // tokenizer.json: the common header of every saved tokenizer.
 #include "data/tokenizer/tokenizer_config.h"
 
-#include "data/util/file_io.h"
-#include "framework/tensor/error.h"
+#include "framework/base/file_io.h"
+#include "framework/base/error.h"
 
 namespace rota::data::detail {
 
@@ -22,7 +22,7 @@ nlohmann::json config_header(const Tokenizer& tokenizer) {
 
 void write_config(const std::filesystem::path& dir, const nlohmann::json& config) {
   std::filesystem::create_directories(dir);
-  write_file_atomic(dir / kTokenizerConfigFile, config.dump(2) + "\n");
+  write_file_atomically(dir / kTokenizerConfigFile, config.dump(2) + "\n");
 }
 
 nlohmann::json read_config(const std::filesystem::path& dir) {

@@ -5,7 +5,7 @@
 #include "data/tokenizer/char_tokenizer.h"
 #include "data/tokenizer/sentencepiece_tokenizer.h"
 #include "data/tokenizer/word_tokenizer.h"
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

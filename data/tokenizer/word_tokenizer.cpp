@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "data/tokenizer/tokenizer_config.h"
-#include "data/util/file_io.h"
-#include "framework/tensor/error.h"
+#include "framework/base/file_io.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 
@@ -128,7 +128,7 @@ void WordTokenizer::save(const std::filesystem::path& dir) const {
     vocab.push_back('\n');
   }
   std::filesystem::create_directories(dir);
-  write_file_atomic(dir / kVocabFile, vocab);
+  write_file_atomically(dir / kVocabFile, vocab);
   nlohmann::json config = detail::config_header(*this);
   config["vocab_file"] = kVocabFile;
   detail::write_config(dir, config);

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

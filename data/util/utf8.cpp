@@ -1,7 +1,7 @@
 // UTF-8 scanning (RFC 3629 well-formedness, Unicode Table 3-7).
 #include "data/util/utf8.h"
 
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::data {
 

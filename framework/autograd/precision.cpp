@@ -4,8 +4,8 @@
 #include <atomic>
 #include <cstdio>
 
-#include "framework/backend/convert.h"
-#include "framework/backend/matmul.h"
+#include "framework/backend/primitives/convert.h"
+#include "framework/backend/primitives/matmul.h"
 
 namespace rota {
 

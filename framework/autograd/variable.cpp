@@ -5,7 +5,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "framework/backend/elementwise.h"
+#include "framework/backend/primitives/elementwise.h"
 
 namespace rota {
 

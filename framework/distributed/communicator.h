@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::distributed {
 

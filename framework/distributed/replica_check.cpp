@@ -1,6 +1,8 @@
 // Replica hashes (see replica_check.h).
 #include "framework/distributed/replica_check.h"
 
+#include "framework/base/seed_mix.h"
+
 #include <cstring>
 
 #include <fmt/format.h>
@@ -10,9 +12,9 @@ namespace {
 
 // 64-bit multiply-xorshift mixing, 8 bytes at a time (a few GB/s).
 struct Hasher {
-  uint64_t state = 0x9E3779B97F4A7C15ull;
+  uint64_t state = kGoldenGamma;
   void add(uint64_t word) {
-    state ^= word + 0x9E3779B97F4A7C15ull + (state << 6) + (state >> 2);
+    state = hash_combine(state, word);
     state *= 0xBF58476D1CE4E5B9ull;
     state ^= state >> 31;
   }

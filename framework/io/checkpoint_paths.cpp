@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "framework/io/atomic_file.h"
-#include "framework/tensor/error.h"
+#include "framework/base/file_io.h"
+#include "framework/base/error.h"
 
 namespace fs = std::filesystem;
 

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::io {
 namespace {
@@ -21,6 +21,7 @@ struct LoggerState {
   std::atomic<LogLevel> level{LogLevel::kInfo};
   std::FILE* console = stderr;
   std::FILE* file = nullptr;
+  std::filesystem::path file_path;
   StatusLine* status = nullptr;
 };
 
@@ -85,6 +86,10 @@ void init_logging_from_env() {
 
 void set_log_file(const std::filesystem::path& path) {
   LoggerState& logger = state();
+  {
+    std::lock_guard lock(logger.mutex);
+    if (path == logger.file_path) return;
+  }
   std::FILE* file = nullptr;
   if (!path.empty()) {
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
@@ -94,6 +99,25 @@ void set_log_file(const std::filesystem::path& path) {
   std::lock_guard lock(logger.mutex);
   if (logger.file != nullptr) std::fclose(logger.file);
   logger.file = file;
+  logger.file_path = path;
+}
+
+std::filesystem::path log_file() {
+  LoggerState& logger = state();
+  std::lock_guard lock(logger.mutex);
+  return logger.file_path;
+}
+
+LogFileScope::LogFileScope(const std::filesystem::path& path) : previous_(log_file()) {
+  set_log_file(path);
+}
+
+LogFileScope::~LogFileScope() {
+  try {
+    set_log_file(previous_);
+  } catch (const std::exception&) {
+    set_log_file({});  // the earlier file cannot be reopened: stop file logging
+  }
 }
 
 void set_log_console(std::FILE* stream) {
@@ -131,6 +155,16 @@ void log_message(LogLevel level, std::string_view message) {
     std::fflush(logger.console);
     if (logger.status != nullptr) logger.status->redraw_after_log();
   }
+  if (logger.file != nullptr) {
+    std::fputs(line.c_str(), logger.file);
+    std::fflush(logger.file);
+  }
+}
+
+void log_to_file(LogLevel level, std::string_view message) {
+  const std::string line = format_log_line(level, message, unix_now()) + "\n";
+  LoggerState& logger = state();
+  std::lock_guard lock(logger.mutex);
   if (logger.file != nullptr) {
     std::fputs(line.c_str(), logger.file);
     std::fflush(logger.file);

@@ -26,8 +26,27 @@ LogLevel log_level();
 /// is not a level.
 void init_logging_from_env();
 
+/// The log file of a run directory: RUN/train.log.
+inline constexpr char kTrainLogFile[] = "train.log";
+
 /// Also appends every line to `path` (e.g. RUN/train.log); an empty path stops file logging.
+/// Setting the file already in use keeps it open.
 void set_log_file(const std::filesystem::path& path);
+/// The file lines are appended to (empty when none).
+std::filesystem::path log_file();
+
+/// Logs to `path` for the scope's lifetime, then back to the file used before (none, or an
+/// outer scope's); nested scopes on the same file keep it open.
+class LogFileScope {
+ public:
+  explicit LogFileScope(const std::filesystem::path& path);
+  ~LogFileScope();
+  LogFileScope(const LogFileScope&) = delete;
+  LogFileScope& operator=(const LogFileScope&) = delete;
+
+ private:
+  std::filesystem::path previous_;
+};
 /// Where console lines go (default stderr; nullptr: nowhere, file only).
 void set_log_console(std::FILE* stream);
 
@@ -50,6 +69,9 @@ inline bool log_enabled(LogLevel level) {
 }
 /// Writes one line at `level` (if enabled).
 void log_message(LogLevel level, std::string_view message);
+/// Writes one line at `level` to the log file only (whatever the level, when a file is set):
+/// plain copies of what a live terminal display shows.
+void log_to_file(LogLevel level, std::string_view message);
 
 template <typename... Args>
 void log_trace(fmt::format_string<Args...> format, Args&&... args) {

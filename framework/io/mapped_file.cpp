@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::io {
 

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "framework/io/atomic_file.h"
-#include "framework/tensor/error.h"
+#include "framework/base/file_io.h"
+#include "framework/base/error.h"
 
 namespace rota::io {
 

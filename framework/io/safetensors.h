@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "framework/nn/module.h"
+#include "framework/tensor/state_dict.h"
 #include "framework/tensor/tensor.h"
 
 namespace rota::io {
@@ -40,12 +40,12 @@ const char* safetensors_dtype_name(DType dtype);
 /// "__metadata__", an undefined tensor, or a reserved metadata key.
 void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
                       const SafetensorsMetadata& metadata = {});
-void save_safetensors(const std::filesystem::path& path, const nn::StateDict& tensors,
+void save_safetensors(const std::filesystem::path& path, const StateDict& tensors,
                       const SafetensorsMetadata& metadata = {});
 
 /// A loaded file: tensors in data order (the order they were written) and the metadata.
 struct SafetensorsContent {
-  nn::StateDict tensors;
+  StateDict tensors;
   SafetensorsMetadata metadata;
 };
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "framework/io/atomic_file.h"
+#include "framework/base/file_io.h"
 #include "framework/io/crc32c.h"
 #include "framework/io/safetensors.h"
 
@@ -98,7 +98,7 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
   writer.commit();
 }
 
-void save_safetensors(const std::filesystem::path& path, const nn::StateDict& tensors,
+void save_safetensors(const std::filesystem::path& path, const StateDict& tensors,
                       const SafetensorsMetadata& metadata) {
   save_safetensors(path, NamedTensors(tensors.begin(), tensors.end()), metadata);
 }

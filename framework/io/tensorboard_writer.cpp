@@ -12,7 +12,7 @@
 
 #include "framework/io/tensorboard_event.pb.h"
 #include "framework/io/tfrecord.h"
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::io {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "framework/io/crc32c.h"
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::io {
 namespace {

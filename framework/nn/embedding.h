@@ -19,6 +19,7 @@ struct EmbeddingOptions {
 /// Parameter: `weight` [num_embeddings, embedding_dim].
 class Embedding : public Module {
  public:
+  std::optional<ParameterRole> parameter_role() const override { return ParameterRole::kEmbedding; }
   Embedding(const EmbeddingOptions& options, Generator& gen);
   /// ids: i32/i64 [...] → [..., embedding_dim].
   Variable forward(const Tensor& ids) const;

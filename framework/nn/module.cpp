@@ -23,18 +23,6 @@ std::string join_lines(const std::vector<std::string>& lines) {
 
 // ---- StateDict ----
 
-void StateDict::insert(std::string name, Tensor tensor) {
-  ROTA_CHECK(tensor.defined(), "StateDict: tensor for '{}' is undefined", name);
-  ROTA_CHECK(index_.count(name) == 0, "StateDict: duplicate entry '{}'", name);
-  index_.emplace(name, items_.size());
-  items_.emplace_back(std::move(name), std::move(tensor));
-}
-
-const Tensor& StateDict::at(const std::string& name) const {
-  const auto it = index_.find(name);
-  ROTA_CHECK(it != index_.end(), "StateDict: no entry '{}'", name);
-  return items_[it->second].second;
-}
 
 // ---- registration ----
 
@@ -211,6 +199,48 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     Tensor destination = target;  // shares storage: the module's parameter/buffer is updated
     destination.copy_from(state.at(name));
   }
+}
+
+const char* parameter_role_name(ParameterRole role) {
+  switch (role) {
+    case ParameterRole::kWeight:
+      return "weights";
+    case ParameterRole::kBias:
+      return "biases";
+    case ParameterRole::kNorm:
+      return "norms";
+    case ParameterRole::kEmbedding:
+      return "embeddings";
+    case ParameterRole::kPositional:
+      return "positional";
+  }
+  return "?";
+}
+
+std::vector<std::pair<std::string, ParameterRole>> parameter_roles(Module& model) {
+  // Module prefixes ("encoder.blocks.0.ln1.") that decide their parameters' role; the deepest
+  // one wins (an embedding inside a positional module is an embedding).
+  std::vector<std::pair<std::string, ParameterRole>> prefixes;
+  for (auto& [name, module] : model.named_modules()) {
+    if (auto role = module->parameter_role()) {
+      prefixes.emplace_back(name.empty() ? "" : name + ".", *role);
+    }
+  }
+  std::vector<std::pair<std::string, ParameterRole>> result;
+  for (const auto& [name, param] : model.named_parameters()) {
+    if (!param.requires_grad()) continue;
+    std::optional<ParameterRole> role;
+    size_t best_length = 0;
+    for (const auto& [prefix, r] : prefixes) {
+      if (name.compare(0, prefix.size(), prefix) == 0 && (!role || prefix.size() > best_length)) {
+        role = r;
+        best_length = prefix.size();
+      }
+    }
+    if (!role) role = param.data().dim() >= 2 ? ParameterRole::kWeight : ParameterRole::kBias;
+    result.emplace_back(name, *role);
+  }
+  return result;
 }
 
 }  // namespace rota::nn

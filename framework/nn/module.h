@@ -4,36 +4,27 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "framework/autograd/variable.h"
+#include "framework/tensor/state_dict.h"
 #include "framework/tensor/tensor.h"
 
 namespace rota::nn {
 
-/// Name → tensor with a fixed iteration order (for modules: registration order, depth-first)
-/// and lookup by name. This is what checkpoints are written from and read into.
-class StateDict {
- public:
-  using Item = std::pair<std::string, Tensor>;
-
-  /// Appends an entry; throws when the name is already present.
-  void insert(std::string name, Tensor tensor);
-  bool contains(const std::string& name) const { return index_.count(name) != 0; }
-  /// The tensor stored under `name`; throws naming the key when absent.
-  const Tensor& at(const std::string& name) const;
-  size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
-  const std::vector<Item>& items() const { return items_; }
-  std::vector<Item>::const_iterator begin() const { return items_.begin(); }
-  std::vector<Item>::const_iterator end() const { return items_.end(); }
-
- private:
-  std::vector<Item> items_;
-  std::unordered_map<std::string, size_t> index_;
+/// What a parameter is, for policies that treat kinds differently (weight decay groups,
+/// freezing "embeddings"). A module that decides the role of every parameter under it says so
+/// through Module::parameter_role(); otherwise matrices are weights and vectors biases.
+enum class ParameterRole {
+  kWeight,      // matrices of projections and heads
+  kBias,        // rank-1 tensors outside norms (biases, the MLM output bias)
+  kNorm,        // LayerNorm / RMSNorm gains and offsets
+  kEmbedding,   // token and learned absolute position embeddings
+  kPositional,  // LRPE θ and Householder v, relative tables and biases (Shaw, XL, T5, skew)
 };
 
 /// Base class of all layers. A subclass registers its parameters, buffers and children in its
@@ -94,6 +85,9 @@ class Module {
   void zero_grad();
   /// Total number of parameter elements (frozen ones included, shared ones once).
   int64_t num_parameters() const;
+  /// The role of every parameter under this module, if the module decides it (norms,
+  /// embeddings and positional encodings do); the deepest deciding module wins.
+  virtual std::optional<ParameterRole> parameter_role() const { return std::nullopt; }
 
   /// Parameters then buffers of each module, depth-first (own entries before children's).
   /// The tensors share storage with the module: clone them to keep a snapshot.
@@ -124,5 +118,13 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };
+
+/// "weights", "biases", "norms", "embeddings", "positional".
+const char* parameter_role_name(ParameterRole role);
+
+/// Every trainable parameter (frozen ones left out) with its role, in named_parameters() order:
+/// the role of the deepest module above it that decides one, else kWeight for tensors of rank
+/// >= 2 and kBias for the rest.
+std::vector<std::pair<std::string, ParameterRole>> parameter_roles(Module& model);
 
 }  // namespace rota::nn

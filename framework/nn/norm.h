@@ -16,6 +16,7 @@ struct NormOptions {
 /// Parameters: `weight` [dim], `bias` [dim].
 class LayerNorm : public Module {
  public:
+  std::optional<ParameterRole> parameter_role() const override { return ParameterRole::kNorm; }
   explicit LayerNorm(const NormOptions& options);
   Variable forward(const Variable& x) const;
 
@@ -28,6 +29,7 @@ class LayerNorm : public Module {
 /// y = x / sqrt(mean(x²) + eps) · weight over the last dim. Parameter: `weight` [dim].
 class RMSNorm : public Module {
  public:
+  std::optional<ParameterRole> parameter_role() const override { return ParameterRole::kNorm; }
   explicit RMSNorm(const NormOptions& options);
   Variable forward(const Variable& x) const;
 

@@ -6,8 +6,8 @@
 
 #include <emmintrin.h>  // SSE2: the x86-64 baseline
 
-#include "framework/backend/dispatch.h"
-#include "framework/backend/parallel.h"
+#include "framework/backend/cpu/dispatch.h"
+#include "framework/backend/cpu/parallel.h"
 
 namespace rota::optim {
 

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <unordered_set>
 
-#include "framework/backend/dispatch.h"
-#include "framework/backend/parallel.h"
+#include "framework/backend/cpu/dispatch.h"
+#include "framework/backend/cpu/parallel.h"
 
 namespace rota::optim {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::optim {
 

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "framework/backend/dispatch.h"
-#include "framework/backend/parallel.h"
+#include "framework/backend/cpu/dispatch.h"
+#include "framework/backend/cpu/parallel.h"
 
 namespace rota::optim {
 

@@ -1,19 +1,14 @@
 // xoshiro256** generator and random tensor factories.
 #include "framework/tensor/random.h"
 
+#include "framework/base/seed_mix.h"
+
 #include <cmath>
 #include <vector>
 
 namespace rota {
 
 namespace {
-
-uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 uint64_t rotl(uint64_t x, int k) {
   return (x << k) | (x >> (64 - k));
@@ -25,7 +20,7 @@ constexpr double kTwoPi = 6.283185307179586476925286766559;
 
 Generator::Generator(uint64_t seed) {
   uint64_t x = seed;
-  for (auto& word : state_) word = splitmix64(x);
+  for (auto& word : state_) word = splitmix64_next(x);
 }
 
 uint64_t Generator::next_u64() {
@@ -70,7 +65,7 @@ double Generator::next_normal() {
 Generator Generator::split() {
   Generator child(0);
   uint64_t x = next_u64();
-  for (auto& word : child.state_) word = splitmix64(x);
+  for (auto& word : child.state_) word = splitmix64_next(x);
   return child;
 }
 

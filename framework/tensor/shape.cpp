@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "framework/tensor/dtype.h"
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 #include "framework/tensor/shape.h"
 #include "framework/tensor/storage.h"
 

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::train {
 

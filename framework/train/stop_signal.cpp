@@ -4,7 +4,7 @@
 #include <atomic>
 #include <csignal>
 
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::train {
 namespace {

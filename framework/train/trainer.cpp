@@ -5,7 +5,7 @@
 #include <cmath>
 #include <csignal>
 #include <ctime>
-#include <fstream>
+#include <optional>
 #include <memory>
 
 #include <fmt/format.h>
@@ -156,47 +156,125 @@ Metrics Trainer::evaluate_and_log(int64_t step) {
   return metrics;
 }
 
-TrainOutcome Trainer::run() {
-  // Only rank 0 writes the run directory: train.log, metrics.jsonl, events, progress.
-  const bool root = is_root();
-  const bool data_parallel = comm_->world_size() > 1;
-  struct LogFileScope {  // stop writing this run's train.log however run() ends
-    ~LogFileScope() { io::set_log_file({}); }
-  };
-  std::optional<LogFileScope> log_file_scope;
-  std::unique_ptr<io::MetricsWriter> metrics_writer;
+/// What rank 0 writes while it trains: train.log, metrics.jsonl, TensorBoard events, progress.
+struct Trainer::RunOutputs {
+  std::optional<io::LogFileScope> log_file;
+  std::unique_ptr<io::MetricsWriter> metrics;
   std::unique_ptr<io::TensorBoardWriter> tensorboard;
-  std::ofstream plain_log;
   std::unique_ptr<io::ProgressLine> progress;
-  if (root) {
-    fs::create_directories(options_.run_dir);
-    io::set_log_file(options_.run_dir / "train.log");
-    log_file_scope.emplace();
-    metrics_writer = std::make_unique<io::MetricsWriter>(options_.run_dir / "metrics.jsonl");
-    if (options_.tensorboard) {
-      tensorboard = std::make_unique<io::TensorBoardWriter>(options_.run_dir);
-    }
-    plain_log.open(options_.run_dir / "train.log", std::ios::app);
-    io::ProgressOptions progress_options;
-    progress_options.total_steps = options_.total_steps;
-    progress_options.log_every = options_.log_every;
-    progress_options.out = options_.progress_out;
-    progress_options.terminal = options_.terminal;
-    progress_options.on_log_step = [&](const std::string& line) {
-      plain_log << io::format_log_line(io::LogLevel::kInfo, line, unix_now()) << '\n';
-      plain_log.flush();
-    };
-    progress = std::make_unique<io::ProgressLine>(progress_options);
-  }
-  auto finish_progress = [&] {
+  /// Train-split figures since the last logged step.
+  double window_tokens = 0;
+  double window_allreduce_s = 0;
+  int64_t window_steps = 0;
+  std::chrono::steady_clock::time_point window_start = std::chrono::steady_clock::now();
+
+  void finish_progress() {
     if (progress) progress->finish();
+  }
+};
+
+void Trainer::open_outputs(RunOutputs& out) const {
+  fs::create_directories(options_.run_dir);
+  out.log_file.emplace(options_.run_dir / io::kTrainLogFile);
+  out.metrics = std::make_unique<io::MetricsWriter>(options_.run_dir / "metrics.jsonl");
+  if (options_.tensorboard) {
+    out.tensorboard = std::make_unique<io::TensorBoardWriter>(options_.run_dir);
+  }
+  io::ProgressOptions progress_options;
+  progress_options.total_steps = options_.total_steps;
+  progress_options.log_every = options_.log_every;
+  progress_options.out = options_.progress_out;
+  progress_options.terminal = options_.terminal;
+  progress_options.on_log_step = [](const std::string& line) {
+    io::log_to_file(io::LogLevel::kInfo, line);
   };
+  out.progress = std::make_unique<io::ProgressLine>(progress_options);
+}
+
+void Trainer::log_train_step(RunOutputs& out, const StepResult& result, int64_t step) {
+  out.window_tokens += static_cast<double>(result.tokens);
+  out.window_allreduce_s += result.allreduce_s;
+  ++out.window_steps;
+  if (out.progress) {
+    out.progress->update({result.step, result.loss, result.lr, result.grad_norm, result.tokens});
+  }
+  if (!is_root() || (step % options_.log_every != 0 && step != options_.total_steps)) return;
+  const bool data_parallel = comm_->world_size() > 1;
+  const auto now = std::chrono::steady_clock::now();
+  const double seconds = std::chrono::duration<double>(now - out.window_start).count();
+  const double tokens_per_s = seconds > 0 ? out.window_tokens / seconds : 0.0;
+  const double allreduce_s = out.window_allreduce_s / static_cast<double>(out.window_steps);
+  out.window_tokens = 0;
+  out.window_allreduce_s = 0;
+  out.window_steps = 0;
+  out.window_start = now;
+  io::MetricRecord record{{"step", step},
+                          {"split", "train"},
+                          {"loss", result.loss},
+                          {"lr", result.lr},
+                          {"grad_norm", result.grad_norm},
+                          {"tokens_seen", state_.tokens_seen()},
+                          {"tokens_per_s", tokens_per_s}};
+  if (data_parallel) {
+    record.emplace_back("allreduce_s", allreduce_s);
+    record.emplace_back("world_size", int64_t{comm_->world_size()});
+  }
+  out.metrics->write(record);
+  if (out.tensorboard) {
+    std::vector<std::pair<std::string, double>> scalars{{"train/loss", result.loss},
+                                                        {"train/lr", result.lr},
+                                                        {"train/grad_norm", result.grad_norm},
+                                                        {"train/tokens_per_s", tokens_per_s}};
+    if (data_parallel) scalars.emplace_back("train/allreduce_s", allreduce_s);
+    out.tensorboard->add_scalars(scalars, step);
+  }
+}
+
+bool Trainer::evaluate_and_record(RunOutputs& out, int64_t step, Metrics& metrics) {
+  out.finish_progress();
+  metrics = evaluate_and_log(step);
+  io::MetricRecord record{{"step", step}, {"split", "valid"}};
+  std::vector<std::pair<std::string, double>> scalars;
+  for (const auto& [name, value] : metrics) {
+    record.emplace_back(name, value);
+    scalars.emplace_back("valid/" + name, value);
+  }
+  if (out.metrics) out.metrics->write(record);
+  if (out.tensorboard) out.tensorboard->add_scalars(scalars, step);
+  // The metrics are the same on every rank, so is this decision.
+  const double value = metric_value(metrics, options_.best_metric);
+  if (!improves(state_.best_eval(), value, options_.higher_is_better)) return false;
+  io::BestEval* best = state_.mutable_best_eval();
+  best->set_metric(options_.best_metric);
+  best->set_value(value);
+  best->set_step(step);
+  best->set_higher_is_better(options_.higher_is_better);
+  return true;
+}
+
+StepResult Trainer::run_step(RunOutputs& out) {
+  try {
+    return runner_.run([&] { return task_.next_micro_batch(); });
+  } catch (const NonFiniteError& e) {
+    out.finish_progress();
+    const auto latest = io::find_latest(options_.run_dir);
+    throw NonFiniteError(fmt::format(
+        "{}\nTraining stopped; the parameters were not updated by this step. {}", e.what(),
+        latest ? "The last good checkpoint is " + latest->string() +
+                     " (lower the learning rate or add clipping, then resume or restart)"
+               : std::string("No checkpoint was written yet.")));
+  }
+}
+
+TrainOutcome Trainer::run() {
+  // Only rank 0 writes the run directory.
+  RunOutputs out;
+  if (is_root()) open_outputs(out);
   std::unique_ptr<StopSignalGuard> signals;
   if (options_.handle_signals) signals = std::make_unique<StopSignalGuard>();
 
   TrainOutcome outcome;
-  nn::Module& model = task_.model();
-  model.train();
+  task_.model().train();
   const auto started = std::chrono::steady_clock::now();
   const double wall_before = state_.wall_time_s();
   auto update_wall_time = [&] {
@@ -206,115 +284,37 @@ TrainOutcome Trainer::run() {
   };
   const int64_t first_step = runner_.steps_done() + 1;
   if (first_step > 1) io::log_info("continuing at step {}/{}", first_step, options_.total_steps);
-  if (data_parallel) io::log_info("data-parallel over {}", comm_->description());
+  if (comm_->world_size() > 1) io::log_info("data-parallel over {}", comm_->description());
   if (first_step > options_.total_steps) {
     // Resuming a finished run (e.g. `make train` run twice): nothing to train; report the
     // final model's validation metrics again and leave the run directory as it is.
     io::log_info("the run is already complete ({} of {} steps); evaluating its final state",
                  runner_.steps_done(), options_.total_steps);
     outcome.final_metrics = evaluate_and_log(runner_.steps_done());
-    outcome.status = TrainStatus::kFinished;
     outcome.step = runner_.steps_done();
     outcome.wall_time_s = state_.wall_time_s();
     return outcome;
   }
-  double tokens_in_window = 0;
-  double allreduce_in_window = 0;
-  int64_t steps_in_window = 0;
-  auto window_start = std::chrono::steady_clock::now();
 
   for (int64_t step = first_step; step <= options_.total_steps; ++step) {
-    StepResult result;
-    try {
-      result = runner_.run([&] { return task_.next_micro_batch(); });
-    } catch (const NonFiniteError& e) {
-      finish_progress();
-      const auto latest = io::find_latest(options_.run_dir);
-      throw NonFiniteError(fmt::format(
-          "{}\nTraining stopped; the parameters were not updated by this step. {}", e.what(),
-          latest ? "The last good checkpoint is " + latest->string() +
-                       " (lower the learning rate or add clipping, then resume or restart)"
-                 : std::string("No checkpoint was written yet.")));
-    }
+    const StepResult result = run_step(out);
     state_.set_tokens_seen(state_.tokens_seen() + result.tokens);
-    tokens_in_window += static_cast<double>(result.tokens);
-    allreduce_in_window += result.allreduce_s;
-    ++steps_in_window;
-    if (progress) {
-      progress->update({result.step, result.loss, result.lr, result.grad_norm, result.tokens});
-    }
-
-    if (root && (step % options_.log_every == 0 || step == options_.total_steps)) {
-      const auto now = std::chrono::steady_clock::now();
-      const double seconds = std::chrono::duration<double>(now - window_start).count();
-      const double tokens_per_s = seconds > 0 ? tokens_in_window / seconds : 0.0;
-      const double allreduce_s = allreduce_in_window / static_cast<double>(steps_in_window);
-      tokens_in_window = 0;
-      allreduce_in_window = 0;
-      steps_in_window = 0;
-      window_start = now;
-      io::MetricRecord record{{"step", step},
-                              {"split", "train"},
-                              {"loss", result.loss},
-                              {"lr", result.lr},
-                              {"grad_norm", result.grad_norm},
-                              {"tokens_seen", state_.tokens_seen()},
-                              {"tokens_per_s", tokens_per_s}};
-      if (data_parallel) {
-        record.emplace_back("allreduce_s", allreduce_s);
-        record.emplace_back("world_size", int64_t{comm_->world_size()});
-      }
-      metrics_writer->write(record);
-      if (tensorboard) {
-        std::vector<std::pair<std::string, double>> scalars{{"train/loss", result.loss},
-                                                            {"train/lr", result.lr},
-                                                            {"train/grad_norm", result.grad_norm},
-                                                            {"train/tokens_per_s", tokens_per_s}};
-        if (data_parallel) scalars.emplace_back("train/allreduce_s", allreduce_s);
-        tensorboard->add_scalars(scalars, step);
-      }
-    }
+    log_train_step(out, result, step);
 
     const bool last = step == options_.total_steps;
-    bool is_best = false;
-    if (last || (options_.eval_every > 0 && step % options_.eval_every == 0)) {
-      finish_progress();
-      outcome.final_metrics = evaluate_and_log(step);
-      io::MetricRecord record{{"step", step}, {"split", "valid"}};
-      std::vector<std::pair<std::string, double>> scalars;
-      for (const auto& [name, value] : outcome.final_metrics) {
-        record.emplace_back(name, value);
-        scalars.emplace_back("valid/" + name, value);
-      }
-      if (metrics_writer) metrics_writer->write(record);
-      if (tensorboard) tensorboard->add_scalars(scalars, step);
-      // The metrics are the same on every rank, so is this decision.
-      const double value = metric_value(outcome.final_metrics, options_.best_metric);
-      if (improves(state_.best_eval(), value, options_.higher_is_better)) {
-        io::BestEval* best = state_.mutable_best_eval();
-        best->set_metric(options_.best_metric);
-        best->set_value(value);
-        best->set_step(step);
-        best->set_higher_is_better(options_.higher_is_better);
-        is_best = true;
-      }
-    }
-
+    const bool is_best = (last || (options_.eval_every > 0 && step % options_.eval_every == 0)) &&
+                         evaluate_and_record(out, step, outcome.final_metrics);
     const int signal = agreed_stop_signal(StopSignalGuard::requested());
     const bool stop_requested =
         signal != 0 || (options_.stop_after_step > 0 && step >= options_.stop_after_step);
     if (last || is_best || stop_requested ||
         (options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0)) {
-      finish_progress();
+      out.finish_progress();
       update_wall_time();
       outcome.last_checkpoint = save(is_best);
     }
     if (stop_requested && !last) {
-      finish_progress();
-      outcome.status = TrainStatus::kInterrupted;
-      outcome.signal = signal;
-      outcome.step = step;
-      outcome.final_metrics.clear();
+      out.finish_progress();
       if (signal != 0) {
         io::log_warn("{} received: stopped at step {}/{} after writing {}; continue with --resume",
                      signal_name(signal), step, options_.total_steps,
@@ -324,11 +324,15 @@ TrainOutcome Trainer::run() {
                      options_.total_steps);
       }
       update_wall_time();
+      outcome.status = TrainStatus::kInterrupted;
+      outcome.signal = signal;
+      outcome.step = step;
+      outcome.final_metrics.clear();
       outcome.wall_time_s = state_.wall_time_s();
       return outcome;
     }
   }
-  finish_progress();
+  out.finish_progress();
   update_wall_time();
   outcome.status = TrainStatus::kFinished;
   outcome.step = runner_.steps_done();

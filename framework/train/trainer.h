@@ -111,6 +111,14 @@ class Trainer {
   int64_t step() const { return runner_.steps_done(); }
 
  private:
+  struct RunOutputs;
+  void open_outputs(RunOutputs& out) const;
+  /// One optimizer step; a non-finite loss or gradient ends the run naming the last checkpoint.
+  StepResult run_step(RunOutputs& out);
+  /// Progress, and on log steps the train line of metrics.jsonl and TensorBoard (rank 0).
+  void log_train_step(RunOutputs& out, const StepResult& result, int64_t step);
+  /// Evaluates, records the valid line, and returns whether the best metric improved.
+  bool evaluate_and_record(RunOutputs& out, int64_t step, Metrics& metrics);
   Metrics evaluate_and_log(int64_t step);
   std::filesystem::path save(bool is_best);
   bool is_root() const { return comm_->rank() == 0; }

@@ -126,7 +126,7 @@ TEST(Classifier, StartsFromMaskedLmCheckpointAndPoolsOnlyRealTokens) {
   Generator gen2(6);
   models::Classifier clf(o, gen2, nullptr);
   // Every encoder entry of the masked LM loads into the classifier under the same name.
-  nn::StateDict encoder_state;
+  StateDict encoder_state;
   for (const auto& [name, t] : mlm.state_dict()) {
     if (name.rfind("encoder.", 0) == 0) encoder_state.insert(name, t);
   }

@@ -129,7 +129,7 @@ TinyModel build(const GoldenCase& c) {
     m.module = lm;
     m.loss = [lm](const Batch& b) { return lm->loss(b.ids, b.targets, b.key_mask); };
   }
-  nn::StateDict state;
+  StateDict state;
   for (const std::string& name : c.names()) {
     if (name.rfind("param.", 0) == 0) state.insert(name.substr(6), c.tensor(name, o.dtype));
   }

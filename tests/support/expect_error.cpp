@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::testing {
 

@@ -7,8 +7,8 @@
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/ops/elementwise.h"
-#include "framework/backend/elementwise.h"
-#include "framework/backend/reduce.h"
+#include "framework/backend/primitives/elementwise.h"
+#include "framework/backend/primitives/reduce.h"
 #include "framework/tensor/random.h"
 
 namespace rota::testing {

@@ -2,7 +2,7 @@
 #include "framework/autograd/ops/dropout.h"
 
 #include "framework/autograd/function.h"
-#include "framework/backend/dropout.h"
+#include "framework/backend/primitives/dropout.h"
 
 namespace rota {
 

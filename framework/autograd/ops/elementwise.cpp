@@ -2,7 +2,7 @@
 #include "framework/autograd/ops/elementwise.h"
 
 #include "framework/autograd/function.h"
-#include "framework/backend/elementwise.h"
+#include "framework/backend/primitives/elementwise.h"
 
 namespace rota {
 

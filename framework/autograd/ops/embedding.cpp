@@ -2,7 +2,7 @@
 #include "framework/autograd/ops/embedding.h"
 
 #include "framework/autograd/function.h"
-#include "framework/backend/embedding.h"
+#include "framework/backend/primitives/embedding.h"
 
 namespace rota {
 

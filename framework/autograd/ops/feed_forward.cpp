@@ -4,10 +4,10 @@
 
 #include "framework/autograd/function.h"
 #include "framework/autograd/precision.h"
-#include "framework/backend/convert.h"
-#include "framework/backend/fused_activation.h"
-#include "framework/backend/matmul.h"
-#include "framework/backend/reduce.h"
+#include "framework/backend/primitives/convert.h"
+#include "framework/backend/fused/fused_activation.h"
+#include "framework/backend/primitives/matmul.h"
+#include "framework/backend/primitives/reduce.h"
 
 namespace rota {
 

@@ -3,8 +3,8 @@
 #include "framework/autograd/ops/indexing.h"
 
 #include "framework/autograd/function.h"
-#include "framework/backend/elementwise.h"
-#include "framework/backend/indexing.h"
+#include "framework/backend/primitives/elementwise.h"
+#include "framework/backend/primitives/indexing.h"
 
 namespace rota {
 

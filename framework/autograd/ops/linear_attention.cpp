@@ -2,7 +2,7 @@
 #include "framework/autograd/ops/linear_attention.h"
 
 #include "framework/autograd/function.h"
-#include "framework/backend/linear_attention.h"
+#include "framework/backend/fused/linear_attention.h"
 
 namespace rota {
 

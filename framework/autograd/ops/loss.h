@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "framework/autograd/variable.h"
-#include "framework/backend/cross_entropy.h"
+#include "framework/backend/primitives/cross_entropy.h"
 
 namespace rota {
 

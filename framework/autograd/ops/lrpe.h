@@ -2,7 +2,7 @@
 #pragma once
 
 #include "framework/autograd/variable.h"
-#include "framework/backend/lrpe.h"
+#include "framework/backend/fused/lrpe.h"
 
 namespace rota {
 

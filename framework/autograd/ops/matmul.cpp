@@ -3,11 +3,11 @@
 
 #include "framework/autograd/function.h"
 #include "framework/autograd/precision.h"
-#include "framework/backend/convert.h"
-#include "framework/backend/elementwise.h"
-#include "framework/backend/fused_activation.h"
-#include "framework/backend/matmul.h"
-#include "framework/backend/reduce.h"
+#include "framework/backend/primitives/convert.h"
+#include "framework/backend/primitives/elementwise.h"
+#include "framework/backend/fused/fused_activation.h"
+#include "framework/backend/primitives/matmul.h"
+#include "framework/backend/primitives/reduce.h"
 
 namespace rota {
 

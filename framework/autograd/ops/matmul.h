@@ -2,7 +2,7 @@
 #pragma once
 
 #include "framework/autograd/variable.h"
-#include "framework/backend/elementwise.h"
+#include "framework/backend/primitives/elementwise.h"
 
 namespace rota {
 

@@ -2,8 +2,8 @@
 #include "framework/autograd/ops/norm.h"
 
 #include "framework/autograd/function.h"
-#include "framework/backend/elementwise.h"
-#include "framework/backend/norm.h"
+#include "framework/backend/primitives/elementwise.h"
+#include "framework/backend/primitives/norm.h"
 
 namespace rota {
 

@@ -2,7 +2,7 @@
 #include "framework/autograd/ops/reduce.h"
 
 #include "framework/autograd/function.h"
-#include "framework/backend/reduce.h"
+#include "framework/backend/primitives/reduce.h"
 
 namespace rota {
 

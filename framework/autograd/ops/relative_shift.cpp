@@ -5,7 +5,7 @@
 
 #include "framework/autograd/function.h"
 #include "framework/autograd/ops/matmul.h"
-#include "framework/backend/relative_shift.h"
+#include "framework/backend/primitives/relative_shift.h"
 
 namespace rota {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "framework/autograd/function.h"
-#include "framework/backend/elementwise.h"
-#include "framework/backend/indexing.h"
+#include "framework/backend/primitives/elementwise.h"
+#include "framework/backend/primitives/indexing.h"
 
 namespace rota {
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "framework/autograd/variable.h"
-#include "framework/backend/softmax_attention.h"
+#include "framework/backend/fused/softmax_attention.h"
 #include "framework/tensor/random.h"
 
 namespace rota {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "framework/backend/onednn/engine.h"
+#include "framework/base/seed_mix.h"
 
 namespace rota::backend::onednn {
 
@@ -37,15 +38,15 @@ std::string layout_str(const OperandLayout& layout) {
                      dtype_name(layout.dtype));
 }
 
-void hash_combine(size_t& seed, int64_t value) {
-  seed ^= std::hash<int64_t>{}(value) + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2);
+void add_to_hash(size_t& seed, int64_t value) {
+  seed = ::rota::hash_combine(seed, std::hash<int64_t>{}(value));
 }
 
 void hash_layout(size_t& seed, const OperandLayout& layout) {
-  hash_combine(seed, static_cast<int64_t>(layout.dims.size()));
-  for (int64_t d : layout.dims) hash_combine(seed, d);
-  for (int64_t s : layout.strides) hash_combine(seed, s);
-  hash_combine(seed, static_cast<int64_t>(layout.dtype));
+  add_to_hash(seed, static_cast<int64_t>(layout.dims.size()));
+  for (int64_t d : layout.dims) add_to_hash(seed, d);
+  for (int64_t s : layout.strides) add_to_hash(seed, s);
+  add_to_hash(seed, static_cast<int64_t>(layout.dtype));
 }
 
 struct MatmulKeyHash {

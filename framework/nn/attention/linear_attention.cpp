@@ -8,7 +8,7 @@
 #include "framework/autograd/ops/elementwise.h"
 #include "framework/autograd/ops/linear_attention.h"
 #include "framework/autograd/ops/shape.h"
-#include "framework/backend/linear_attention.h"
+#include "framework/backend/fused/linear_attention.h"
 #include "framework/nn/position/linear_position.h"
 
 namespace rota::nn {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "framework/autograd/ops/softmax_attention.h"
-#include "framework/backend/lrpe.h"
+#include "framework/backend/fused/lrpe.h"
 #include "framework/nn/attention/attention_call.h"
 #include "framework/nn/linear.h"
 #include "framework/nn/position/lrpe.h"

@@ -25,6 +25,7 @@ class SinusoidalPositionEmbedding : public Module {
 /// Parameter: `weight` [max_positions, dim].
 class LearnedPositionEmbedding : public Module {
  public:
+  std::optional<ParameterRole> parameter_role() const override { return ParameterRole::kEmbedding; }
   LearnedPositionEmbedding(int64_t max_positions, int64_t dim, Generator& gen,
                            double init_std = 0.02, DType dtype = DType::kF32);
   /// Rows for positions offset .. offset+n−1: [n, dim].

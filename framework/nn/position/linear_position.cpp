@@ -1,7 +1,7 @@
 // Names of the linear-attention positional encodings.
 #include "framework/nn/position/linear_position.h"
 
-#include "framework/tensor/error.h"
+#include "framework/base/error.h"
 
 namespace rota::nn {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "framework/backend/lrpe.h"
+#include "framework/backend/fused/lrpe.h"
 #include "framework/nn/module.h"
 #include "framework/tensor/random.h"
 
@@ -39,6 +39,7 @@ LrpeP parse_lrpe_p(const std::string& name);
 /// kHouseholderFrozen); buffer `permutation` [D] i64 (Type 3, drawn once at init).
 class Lrpe : public Module {
  public:
+  std::optional<ParameterRole> parameter_role() const override { return ParameterRole::kPositional; }
   Lrpe(const LrpeOptions& options, Generator& gen);
 
   /// x: [..., N, D] with position s = offset + n for row n → [..., N, F] (fused kernel).

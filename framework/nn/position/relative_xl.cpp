@@ -7,7 +7,7 @@
 #include "framework/autograd/ops/elementwise.h"
 #include "framework/autograd/ops/relative_shift.h"
 #include "framework/autograd/ops/shape.h"
-#include "framework/backend/relative_shift.h"
+#include "framework/backend/primitives/relative_shift.h"
 #include "framework/nn/attention/softmax_attention.h"
 #include "framework/nn/init.h"
 #include "framework/nn/position/skew.h"

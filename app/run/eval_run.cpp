@@ -1,0 +1,39 @@
+// `rota eval` (see eval_run.h).
+#include "app/run/eval_run.h"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "app/run/exit_codes.h"
+#include "app/setup/precision_setup.h"
+#include "app/tasks/checkpoint_task.h"
+#include "framework/autograd/grad_mode.h"
+#include "framework/io/log.h"
+
+namespace rota::app {
+
+int run_evaluation(const EvalRequest& request) {
+  io::init_logging_from_env();
+  CheckpointTask loaded = load_checkpoint_task(request.checkpoint, request.context);
+  // What is evaluated, as key=value pairs.
+  io::log_info("eval: checkpoint={} step={} parameters={} sequence_length={} split={}",
+               loaded.checkpoint_dir.string(), loaded.state.step(),
+               loaded.task->model().num_parameters(),
+               loaded.task->recipe().data().sequence_length(), request.split);
+  // The precision the model was trained in (train.dtype), so evaluation sees the same numerics.
+  const MatmulPrecisionGuard precision(precision_from_recipe(loaded.task->recipe()));
+  report_precision(matmul_precision());
+  train::Metrics metrics;
+  {
+    NoGradGuard no_grad;
+    metrics = loaded.task->evaluate_split(request.split, request.batches);
+  }
+  std::string line = "split=" + request.split;
+  for (const auto& [name, value] : metrics) line += fmt::format(" {}={:.6g}", name, value);
+  line += fmt::format(" parameters={}", loaded.task->model().num_parameters());
+  std::printf("%s\n", line.c_str());
+  return kExitOk;
+}
+
+}  // namespace rota::app

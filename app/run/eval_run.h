@@ -1,0 +1,20 @@
+// `rota eval`: the metrics of a trained checkpoint on a split, optionally at another context.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace rota::app {
+
+struct EvalRequest {
+  std::string checkpoint;  // run directory or checkpoint directory
+  std::string split = "test";
+  int64_t batches = 0;  // 0: the whole split
+  int64_t context = 0;  // tokens per window; 0: the recipe's data.sequence_length
+};
+
+/// Evaluates in the precision the model was trained in and prints
+/// `split=… loss=… ppl=… [accuracy=… mcc=…] parameters=…`. Returns the exit code.
+int run_evaluation(const EvalRequest& request);
+
+}  // namespace rota::app

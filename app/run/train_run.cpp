@@ -1,0 +1,201 @@
+// `rota train` orchestration: agreement across ranks, resume, set-up, training, the final report.
+#include "app/run/train_run.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "app/run/exit_codes.h"
+#include "app/run/prompt.h"
+#include "app/run/rank_agreement.h"
+#include "app/run/resume_policy.h"
+#include "app/run/shared_tokenizer.h"
+#include "app/setup/finetune_setup.h"
+#include "app/setup/optimizer_setup.h"
+#include "app/setup/precision_setup.h"
+#include "app/setup/schedule_setup.h"
+#include "app/setup/trainer_setup.h"
+#include "app/tasks/causal_lm_task.h"
+#include "framework/base/file_io.h"
+#include "framework/distributed/launch.h"
+#include "framework/distributed/run_guard.h"
+#include "framework/io/checkpoint.h"
+#include "framework/io/log.h"
+#include "models/generation.h"
+#include "recipes/loader.h"
+
+namespace fs = std::filesystem;
+
+namespace rota::app {
+namespace {
+
+// Rank 0 looks at the run directory and decides; the others follow its answer.
+std::optional<fs::path> agree_on_resume(distributed::Communicator& comm, const fs::path& run_dir,
+                                        bool resume, const std::string& recipe_text) {
+  ResumeDecision decision;
+  if (comm.rank() == 0) decision = decide_resume(run_dir, resume, recipe_text);
+  const std::string refusal = distributed::broadcast_string(comm, decision.refusal);
+  if (!refusal.empty()) refuse_on_every_rank(comm, refusal);
+  const std::string latest =
+      distributed::broadcast_string(comm, decision.latest ? decision.latest->string() : "");
+  return latest.empty() ? std::nullopt : std::optional<fs::path>(latest);
+}
+
+// The model, optimizer and schedule of a run, ready for the trainer.
+struct TrainingSetup {
+  std::unique_ptr<Task> task;
+  std::unique_ptr<optim::Optimizer> optimizer;
+  std::unique_ptr<optim::LrSchedule> schedule;
+  int64_t total_steps = 0;
+};
+
+TrainingSetup set_up_training(const recipes::Recipe& recipe,
+                              const std::shared_ptr<distributed::Communicator>& comm,
+                              const std::optional<fs::path>& latest) {
+  TrainingSetup setup;
+  TaskInputs inputs;
+  inputs.recipe = recipe;
+  inputs.communicator = comm;
+  inputs.tokenizer = shared_tokenizer(*comm, recipe, latest, inputs.data_options);
+  setup.task = make_task(std::move(inputs));
+  nn::Module& model = setup.task->model();
+  if (latest) {
+    // Weights come from the checkpoint; only the frozen set must be re-applied.
+    if (recipe.has_finetune() && recipe.finetune().freeze_size() > 0) {
+      freeze_parameters(model,
+                        {recipe.finetune().freeze().begin(), recipe.finetune().freeze().end()});
+    }
+  } else {
+    apply_finetune(recipe, model);
+  }
+  setup.total_steps = total_steps_from_recipe(
+      recipe, recipe.train().has_epochs() ? setup.task->steps_per_epoch() : 1);
+  setup.optimizer = optimizer_from_recipe(recipe, model);
+  setup.schedule = optim::make_schedule(schedule_options_from_recipe(recipe, setup.total_steps));
+  return setup;
+}
+
+void log_setup(const recipes::Recipe& recipe, const TrainingSetup& setup,
+               const distributed::Communicator& comm) {
+  nn::Module& model = setup.task->model();
+  int64_t trainable = 0;
+  for (const auto& p : model.parameters()) trainable += p.requires_grad() ? p.data().numel() : 0;
+  io::log_info(
+      "model: {} parameters ({} trainable); vocabulary {}; {} steps of {} sequences x {} tokens",
+      model.num_parameters(), trainable, setup.task->tokenizer().vocab_size(), setup.total_steps,
+      recipe.data().batch_size(), recipe.data().sequence_length());
+  if (comm.world_size() > 1) {
+    io::log_info("data-parallel: {} ranks x {} micro-batches x {} sequences = {} per step",
+                 comm.world_size(), recipe.train().gradient_accumulation(),
+                 setup.task->micro_batch_size(), recipe.data().batch_size());
+  }
+}
+
+// train.sample: a continuation of the prompt after a causal LM's training.
+void print_sample(const recipes::Recipe& recipe, Task& task) {
+  auto* causal = dynamic_cast<CausalLmTask*>(&task);
+  if (!causal || !recipe.train().has_sample()) return;
+  const recipes::Sample& s = recipe.train().sample();
+  models::GenerationOptions options;
+  options.tokens = s.tokens();
+  options.temperature = s.temperature();
+  options.top_k = s.top_k();
+  options.seed = recipe.train().seed();
+  causal->model().eval();
+  std::vector<int64_t> all = encode_prompt(task.tokenizer(), s.prompt());
+  const std::vector<int64_t> generated = models::generate(causal->causal_lm(), all, options);
+  all.insert(all.end(), generated.begin(), generated.end());
+  std::printf("---- sample (temperature %.2g, top-k %lld, seed %llu) ----\n%s\n----\n",
+              s.temperature(), static_cast<long long>(s.top_k()),
+              static_cast<unsigned long long>(recipe.train().seed()),
+              task.tokenizer().decode(all).c_str());
+  std::fflush(stdout);
+}
+
+// The command that continues an interrupted run.
+std::string resume_command(const TrainRequest& request, int world_size) {
+  std::string again = "rota train " + request.recipe;
+  for (const std::string& o : request.overrides) again += " --set '" + o + "'";
+  if (!request.out.empty()) again += " --out " + request.out;
+  if (world_size > 1) again = fmt::format("mpirun -np {} {}", world_size, again);
+  return again + " --resume";
+}
+
+int train_on_this_rank(const TrainRequest& request,
+                       const std::shared_ptr<distributed::Communicator>& comm_ptr) {
+  distributed::Communicator& comm = *comm_ptr;
+  const bool root = comm.rank() == 0;
+  // The other ranks only report problems; rank 0 tells the story.
+  if (!root && io::log_level() < io::LogLevel::kWarn) io::set_log_level(io::LogLevel::kWarn);
+  const recipes::Recipe recipe =
+      load_recipe_on_every_rank(comm, request.recipe, request.overrides);
+  // train.dtype holds for the whole run on this rank (training steps, validation, the sample);
+  // every rank loads the same recipe, so all compute alike.
+  const MatmulPrecisionGuard precision(precision_from_recipe(recipe));
+  const int threads = apply_thread_setting(recipe);
+  warn_about_core_binding(comm, threads);
+  const fs::path run_dir =
+      request.out.empty() ? fs::path("runs") / recipe.name() : fs::path(request.out);
+  const std::string recipe_text = recipes::format_recipe(recipe);
+  check_same_recipe(comm, recipe_text);
+  check_batch_splits(comm, recipe);
+  const std::optional<fs::path> latest =
+      agree_on_resume(comm, run_dir, request.resume, recipe_text);
+
+  std::optional<io::LogFileScope> log_file;
+  if (root) {
+    fs::create_directories(run_dir);
+    log_file.emplace(run_dir / io::kTrainLogFile);
+    io::log_info("rota train {} -> {} ({} threads{})", request.recipe, run_dir.string(), threads,
+                 comm.world_size() > 1 ? fmt::format(" per rank, {}", comm.description()) : "");
+  }
+  report_precision(matmul_precision());
+  TrainingSetup setup = set_up_training(recipe, comm_ptr, latest);
+  if (root) {
+    write_file_atomically(run_dir / io::kRecipeFile, recipe_text);
+    setup.task->tokenizer().save(run_dir / "tokenizer");
+  }
+  log_setup(recipe, setup, comm);
+
+  train::TrainerOptions options =
+      trainer_options_from_recipe(recipe, run_dir, setup.total_steps, recipe_text);
+  options.stop_after_step = request.stop_after;
+  options.communicator = comm_ptr;
+  train::Trainer trainer(*setup.task, *setup.optimizer, *setup.schedule, options);
+  if (latest) trainer.resume(*latest);
+  const train::TrainOutcome outcome = trainer.run();
+  if (outcome.status == train::TrainStatus::kInterrupted) {
+    if (root) {
+      std::printf("stopped at step %lld/%lld; checkpoint %s; continue with: %s\n",
+                  static_cast<long long>(outcome.step),
+                  static_cast<long long>(setup.total_steps), outcome.last_checkpoint.c_str(),
+                  resume_command(request, comm.world_size()).c_str());
+      std::fflush(stdout);
+    }
+    return outcome.signal != 0 ? kExitFailure : kExitOk;
+  }
+  if (!root) return kExitOk;
+  print_sample(recipe, *setup.task);
+  std::string line = "split=valid";
+  for (const auto& [name, value] : outcome.final_metrics) {
+    line += fmt::format(" {}={:.6g}", name, value);
+  }
+  std::printf("%s step=%lld run=%s\n", line.c_str(), static_cast<long long>(outcome.step),
+              run_dir.c_str());
+  std::fflush(stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_training(const TrainRequest& request) {
+  io::init_logging_from_env();
+  const std::shared_ptr<distributed::Communicator> comm = distributed::process_communicator();
+  return distributed::run_on_every_rank(
+      *comm, [&] { return train_on_this_rank(request, comm); }, exit_code_of);
+}
+
+}  // namespace rota::app

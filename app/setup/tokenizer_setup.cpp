@@ -1,0 +1,153 @@
+// Choosing and building a run's tokenizer (see tokenizer_setup.h).
+#include "app/setup/tokenizer_setup.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include <fmt/format.h>
+
+#include "data/corpus/corpus.h"
+#include "framework/base/file_io.h"
+#include "data/dataset/tsv.h"
+#include "framework/io/checkpoint_paths.h"
+#include "framework/io/log.h"
+#include "recipes/corpora.h"
+
+namespace fs = std::filesystem;
+
+namespace rota::app {
+namespace {
+
+data::TokenizerKind kind_of(recipes::Tokenizer::Kind kind) {
+  switch (kind) {
+    case recipes::Tokenizer::BYTE:
+      return data::TokenizerKind::kByte;
+    case recipes::Tokenizer::CHAR:
+      return data::TokenizerKind::kChar;
+    case recipes::Tokenizer::WORD:
+      return data::TokenizerKind::kWord;
+    case recipes::Tokenizer::SENTENCEPIECE_BPE:
+      return data::TokenizerKind::kBpe;
+    case recipes::Tokenizer::SENTENCEPIECE_UNIGRAM:
+      return data::TokenizerKind::kUnigram;
+  }
+  return data::TokenizerKind::kByte;
+}
+
+std::string source_name(const recipes::Data& d) {
+  return d.has_corpus() ? d.corpus() : d.has_text_dir() ? d.text_dir() : d.tsv_dir();
+}
+
+// The text a tokenizer learns from: the training split (for TSV corpora, its text columns,
+// one example per line).
+std::string training_text(const recipes::Recipe& recipe, const data::DataOptions& options) {
+  const data::Corpus corpus = data::Corpus::open(source_name(recipe.data()), options);
+  if (corpus.format() == data::CorpusFormat::kText) return corpus.read_text("train");
+  std::vector<std::string> columns = corpus.text_columns();
+  if (recipe.data().has_tsv()) {
+    columns = {recipe.data().tsv().text()};
+    if (recipe.data().tsv().has_text_pair()) columns.push_back(recipe.data().tsv().text_pair());
+  }
+  const data::TsvSplit split = corpus.tsv_split("train");
+  const data::TsvTable table = data::read_tsv(split.path, columns, split.columns);
+  std::string text;
+  for (const auto& row : table.rows) {
+    for (const std::string& column : columns) {
+      text += row[static_cast<size_t>(table.column(column))];
+      text += '\n';
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+data::TokenizerSpec tokenizer_spec_from_recipe(const recipes::Recipe& recipe) {
+  const recipes::Tokenizer& t = recipe.data().tokenizer();
+  data::TokenizerSpec spec;
+  spec.kind = kind_of(t.kind());
+  std::vector<data::SpecialToken> specials = data::default_special_tokens(spec.kind);
+  if (recipe.model().kind() != recipes::Model::CAUSAL_LM) {
+    for (data::SpecialToken s : {data::SpecialToken::kPad, data::SpecialToken::kMask,
+                                 data::SpecialToken::kCls, data::SpecialToken::kSep}) {
+      if (std::find(specials.begin(), specials.end(), s) == specials.end()) specials.push_back(s);
+    }
+  }
+  spec.specials = specials;
+  spec.vocab_size = t.has_vocab_size() ? t.vocab_size() : 0;
+  spec.min_frequency = t.min_freq();
+  spec.character_coverage = t.character_coverage();
+  spec.byte_fallback = t.byte_fallback();
+  return spec;
+}
+
+std::shared_ptr<const data::Tokenizer> obtain_tokenizer(
+    const recipes::Recipe& recipe, const std::optional<fs::path>& checkpoint_dir,
+    const data::DataOptions& data_options) {
+  if (checkpoint_dir) return data::load_tokenizer(*checkpoint_dir);
+  const recipes::Tokenizer& t = recipe.data().tokenizer();
+  if (t.has_path()) {
+    auto tokenizer = data::load_tokenizer(t.path());
+    io::log_info("tokenizer: {} ({} ids) from {}", tokenizer->kind(), tokenizer->vocab_size(),
+                 t.path());
+    return tokenizer;
+  }
+  if (recipe.has_finetune()) {
+    const fs::path source = io::resolve_checkpoint(recipe.finetune().init_from());
+    auto tokenizer = data::load_tokenizer(source);
+    io::log_info("tokenizer: {} ({} ids) from the pretrained checkpoint {}", tokenizer->kind(),
+                 tokenizer->vocab_size(), source.string());
+    return tokenizer;
+  }
+  const data::TokenizerSpec spec = tokenizer_spec_from_recipe(recipe);
+  auto tokenizer = data::build_tokenizer(spec, training_text(recipe, data_options));
+  io::log_info("tokenizer: {} built from the training split: {} ids",
+               data::tokenizer_kind_name(spec.kind), tokenizer->vocab_size());
+  return tokenizer;
+}
+
+namespace {
+
+// A fresh scratch directory for one save or load (the process id and a counter keep concurrent
+// users apart); removed when the scope ends.
+class ScratchDirectory {
+ public:
+  ScratchDirectory() {
+    static std::atomic<int64_t> counter{0};
+    path_ = std::filesystem::temp_directory_path() /
+            fmt::format("rota-tokenizer-{}-{}", ::getpid(), counter++);
+    std::filesystem::remove_all(path_);
+  }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace
+
+std::map<std::string, std::string> tokenizer_files(const data::Tokenizer& tokenizer) {
+  const ScratchDirectory dir;
+  tokenizer.save(dir.path());
+  std::map<std::string, std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    files[entry.path().filename().string()] = read_file(entry.path());
+  }
+  return files;
+}
+
+std::shared_ptr<const data::Tokenizer> tokenizer_from_files(
+    const std::map<std::string, std::string>& files) {
+  const ScratchDirectory dir;
+  std::filesystem::create_directories(dir.path());
+  for (const auto& [name, bytes] : files) write_file_atomically(dir.path() / name, bytes);
+  return data::load_tokenizer(dir.path());
+}
+
+}  // namespace rota::app

@@ -1,0 +1,72 @@
+// Causal LM task: token-stream windows, next-token loss, perplexity over a whole split.
+#include <cmath>
+
+#include "app/tasks/causal_lm_task.h"
+#include "data/dataset/batch.h"
+#include "framework/distributed/sharded_sums.h"
+#include "framework/io/log.h"
+
+namespace rota::app {
+
+CausalLmTask::CausalLmTask(TaskInputs inputs) : Task(std::move(inputs)) {
+  Generator init_gen(seeds_.init);
+  model_ = std::make_shared<models::CausalLm>(model_options_, init_gen, dropout_gen_);
+}
+
+data::TokenStream CausalLmTask::split_tokens(const std::string& split) {
+  auto it = streams_.find(split);
+  if (it != streams_.end()) return it->second;
+  data::TokenStream stream = data::make_token_stream(tokenizer().encode(corpus().read_text(split)));
+  ROTA_CHECK(stream->size() >= 2, "data: the {} split of '{}' has {} tokens; need at least 2",
+             split, corpus().name(), stream->size());
+  io::log_info("data: {} split: {} tokens", split, stream->size());
+  streams_.emplace(split, stream);
+  return stream;
+}
+
+int64_t CausalLmTask::prepare_training_data() {
+  if (!train_data_) {
+    const int64_t seq_len = recipe().data().sequence_length();
+    train_data_.emplace(split_tokens("train"), seq_len, data::WindowMode::kTrain,
+                        data::padding_id(tokenizer()));
+    ROTA_CHECK(train_data_->size() >= recipe().data().batch_size(),
+               "data: the train split has {} windows of {} tokens, fewer than one batch of {}",
+               train_data_->size(), seq_len, recipe().data().batch_size());
+    loader_.emplace(train_data_->size(), training_loader_options());
+  }
+  return train_data_->size();
+}
+
+train::MicroBatch CausalLmTask::next_micro_batch() {
+  prepare_training_data();
+  const data::LoaderBatch indices = loader_->next();
+  const data::LmBatch batch = train_data_->batch(indices.indices);
+  return {model_->loss(batch.tokens, batch.targets), batch.target_count};
+}
+
+train::Metrics CausalLmTask::evaluate_split(const std::string& split, int64_t max_batches) {
+  const data::CausalLmDataset dataset(split_tokens(split), recipe().data().sequence_length(),
+                                      data::WindowMode::kEval, data::padding_id(tokenizer()));
+  data::BatchLoader loader(dataset.size(), evaluation_loader_options());
+  int64_t batches = loader.batches_per_epoch();
+  if (max_batches > 0) batches = std::min(batches, max_batches);
+  // Batch b runs on rank b % ranks; the sums are added in batch order (one process's numbers).
+  distributed::ShardedSums sums(communicator(), batches, 1, 1);
+  for (int64_t b = 0; b < batches; ++b) {
+    const std::vector<int64_t> indices = loader.next().indices;
+    if (!sums.mine(b)) continue;
+    const data::LmBatch batch = dataset.batch(indices);
+    if (batch.target_count == 0) continue;
+    const double loss_sum =
+        model_->loss(batch.tokens, batch.targets).item() * static_cast<double>(batch.target_count);
+    sums.set(b, {{loss_sum}}, {{batch.target_count}});
+  }
+  const distributed::ShardedSums::Totals totals = sums.totals();
+  const double loss_sum = totals.doubles[0];
+  const int64_t targets = totals.ints[0];
+  ROTA_CHECK(targets > 0, "eval: the {} split has no targets", split);
+  const double loss = loss_sum / static_cast<double>(targets);
+  return {{"loss", loss}, {"ppl", std::exp(loss)}, {"tokens", static_cast<double>(targets)}};
+}
+
+}  // namespace rota::app

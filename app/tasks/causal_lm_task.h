@@ -1,0 +1,36 @@
+// Next-token prediction task: a causal LM on running text.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "app/tasks/task.h"
+#include "data/dataset/lm_dataset.h"
+#include "models/language_models.h"
+
+namespace rota::app {
+
+/// Next-token prediction on running text. Metrics: loss (nats/token over every target of the
+/// split), ppl = exp(loss).
+class CausalLmTask : public Task {
+ public:
+  explicit CausalLmTask(TaskInputs inputs);
+  nn::Module& model() override { return *model_; }
+  models::CausalLm& causal_lm() { return *model_; }
+  train::MicroBatch next_micro_batch() override;
+  train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
+  /// The token stream of a split (encoded once, cached).
+  data::TokenStream split_tokens(const std::string& split);
+
+ protected:
+  int64_t prepare_training_data() override;
+
+ private:
+  std::shared_ptr<models::CausalLm> model_;
+  std::map<std::string, data::TokenStream> streams_;
+  std::optional<data::CausalLmDataset> train_data_;
+};
+
+}  // namespace rota::app

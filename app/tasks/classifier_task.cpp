@@ -1,0 +1,124 @@
+// Classifier task: padded TSV examples, cross-entropy over classes, accuracy and MCC.
+#include "app/tasks/classifier_task.h"
+#include "data/dataset/batch.h"
+#include "framework/autograd/ops/loss.h"
+#include "framework/distributed/sharded_sums.h"
+#include "framework/io/log.h"
+#include "framework/train/classification_metrics.h"
+
+namespace rota::app {
+
+ClassifierTask::ClassifierTask(TaskInputs inputs) : Task(std::move(inputs)) {
+  Generator init_gen(seeds_.init);
+  model_ = std::make_shared<models::Classifier>(model_options_, init_gen, dropout_gen_);
+}
+
+data::ClassificationOptions ClassifierTask::dataset_options() const {
+  const recipes::Data& d = recipe().data();
+  data::ClassificationOptions o;
+  o.max_length = d.sequence_length();
+  o.num_classes = recipe().model().classifier().num_classes();
+  if (d.has_tsv()) {
+    o.text_columns = {d.tsv().text()};
+    if (d.tsv().has_text_pair()) o.text_columns.push_back(d.tsv().text_pair());
+    o.label_column = d.tsv().label();
+    switch (d.tsv().header()) {
+      case recipes::TsvColumns::PRESENT:
+        o.header = data::TsvHeader::kPresent;
+        break;
+      case recipes::TsvColumns::ABSENT:
+        o.header = data::TsvHeader::kAbsent;
+        break;
+      default:
+        o.header = data::TsvHeader::kDetect;
+    }
+  }
+  const data::SpecialTokens& specials = tokenizer().specials();
+  o.add_cls = specials.has(data::SpecialToken::kCls);
+  o.add_sep = specials.has(data::SpecialToken::kSep);
+  return o;
+}
+
+int64_t ClassifierTask::prepare_training_data() {
+  if (!train_data_) {
+    data::ClassificationOptions options = dataset_options();
+    if (!recipe().data().has_tsv()) {
+      options.text_columns = corpus().text_columns();
+      options.label_column = corpus().label_column();
+    }
+    train_data_.emplace(
+        data::ClassificationDataset::from_corpus(corpus(), "train", tokenizer(), options));
+    io::log_info("data: train split: {} examples ({} truncated to {} tokens)", train_data_->size(),
+                 train_data_->truncated_count(), options.max_length);
+    ROTA_CHECK(train_data_->size() >= recipe().data().batch_size(),
+               "data: the train split has {} examples, fewer than one batch of {}",
+               train_data_->size(), recipe().data().batch_size());
+    loader_.emplace(train_data_->size(), training_loader_options());
+  }
+  return train_data_->size();
+}
+
+train::MicroBatch ClassifierTask::next_micro_batch() {
+  prepare_training_data();
+  const data::ClassificationBatch batch = train_data_->batch(loader_->next().indices);
+  int64_t tokens = 0;
+  const float* mask = batch.mask.data<float>();
+  for (int64_t i = 0; i < batch.mask.numel(); ++i) tokens += mask[i] != 0.0f;
+  return {model_->loss(batch.tokens, batch.mask, batch.labels), tokens};
+}
+
+train::Metrics ClassifierTask::evaluate_split(const std::string& split, int64_t max_batches) {
+  data::ClassificationOptions options = dataset_options();
+  if (!recipe().data().has_tsv()) {
+    options.text_columns = corpus().text_columns();
+    options.label_column = corpus().label_column();
+  }
+  const data::ClassificationDataset dataset =
+      data::ClassificationDataset::from_corpus(corpus(), split, tokenizer(), options);
+  ROTA_CHECK(dataset.labeled(), "eval: the {} split of '{}' has no labels", split, corpus().name());
+  data::BatchLoader loader(dataset.size(), evaluation_loader_options());
+  int64_t batches = loader.batches_per_epoch();
+  if (max_batches > 0) batches = std::min(batches, max_batches);
+  const int64_t classes = recipe().model().classifier().num_classes();
+  // Batch b runs on rank b % ranks; loss sums are added in batch order (one process's numbers)
+  // and the confusion counts summed over the ranks.
+  distributed::ShardedSums sums(communicator(), batches, 1, 0);
+  std::vector<int64_t> counts(static_cast<size_t>(classes * classes), 0);  // [true, predicted]
+  for (int64_t b = 0; b < batches; ++b) {
+    const std::vector<int64_t> indices = loader.next().indices;
+    if (!sums.mine(b)) continue;
+    const data::ClassificationBatch batch = dataset.batch(indices);
+    const int64_t n = batch.labels.numel();
+    if (n == 0) continue;
+    const Variable logits = model_->forward(batch.tokens, batch.mask);  // [B, C]
+    sums.set(b, {{cross_entropy(logits, batch.labels).item() * static_cast<double>(n)}});
+    const Tensor scores = logits.data().contiguous();
+    const float* s = scores.data<float>();
+    const int64_t* labels = batch.labels.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t best = 0;
+      for (int64_t c = 1; c < classes; ++c) {
+        if (s[i * classes + c] > s[i * classes + best]) best = c;
+      }
+      ROTA_CHECK(labels[i] >= 0 && labels[i] < classes,
+                 "eval: label {} is not in [0, {}) in the {} split", labels[i], classes, split);
+      ++counts[static_cast<size_t>(labels[i] * classes + best)];
+    }
+  }
+  const double loss_sum = sums.totals().doubles[0];
+  communicator().allreduce_sum(std::span<int64_t>(counts));
+  train::ConfusionMatrix confusion(classes);
+  for (int64_t t = 0; t < classes; ++t) {
+    for (int64_t p = 0; p < classes; ++p) {
+      for (int64_t k = 0; k < counts[static_cast<size_t>(t * classes + p)]; ++k)
+        confusion.add(t, p);
+    }
+  }
+  ROTA_CHECK(confusion.total() > 0, "eval: the {} split has no examples", split);
+  return {{"loss", loss_sum / static_cast<double>(confusion.total())},
+          {"accuracy", confusion.accuracy()},
+          {"mcc", confusion.matthews_correlation()},
+          {"examples", static_cast<double>(confusion.total())}};
+}
+
+}  // namespace rota::app

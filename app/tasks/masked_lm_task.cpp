@@ -1,0 +1,75 @@
+// Masked-LM task: corrupted windows, loss over the masked positions.
+#include <cmath>
+
+#include "app/tasks/masked_lm_task.h"
+#include "data/dataset/batch.h"
+#include "data/dataset/mlm_masking.h"
+#include "framework/distributed/sharded_sums.h"
+#include "framework/io/log.h"
+
+namespace rota::app {
+
+MaskedLmTask::MaskedLmTask(TaskInputs inputs) : Task(std::move(inputs)) {
+  Generator init_gen(seeds_.init);
+  model_ = std::make_shared<models::MaskedLm>(model_options_, init_gen, dropout_gen_);
+}
+
+data::MaskedLmDataset MaskedLmTask::make_dataset(const std::string& split, data::WindowMode mode) {
+  const recipes::Masking& m = recipe().data().mlm();
+  data::MlmOptions options;
+  options.select_rate = m.probability();
+  options.mask_rate = m.mask_fraction();
+  options.random_rate = m.random_fraction();
+  data::TokenStream stream = data::make_token_stream(tokenizer().encode(corpus().read_text(split)));
+  io::log_info("data: {} split: {} tokens", split, stream->size());
+  return data::MaskedLmDataset(stream, recipe().data().sequence_length(), mode,
+                               data::MlmMasker(tokenizer(), options), seeds_.masking,
+                               data::padding_id(tokenizer()));
+}
+
+int64_t MaskedLmTask::prepare_training_data() {
+  if (!train_data_) {
+    train_data_.emplace(make_dataset("train", data::WindowMode::kTrain));
+    ROTA_CHECK(train_data_->size() >= recipe().data().batch_size(),
+               "data: the train split has {} windows, fewer than one batch of {}",
+               train_data_->size(), recipe().data().batch_size());
+    loader_.emplace(train_data_->size(), training_loader_options());
+  }
+  return train_data_->size();
+}
+
+train::MicroBatch MaskedLmTask::next_micro_batch() {
+  prepare_training_data();
+  const data::LoaderBatch indices = loader_->next();
+  const data::LmBatch batch = train_data_->batch(indices.indices, indices.epoch);
+  // Every real token is read by the model; the loss covers the selected ones.
+  const int64_t tokens = batch.tokens.numel();
+  return {model_->loss(batch.tokens, batch.targets, batch.mask), tokens};
+}
+
+train::Metrics MaskedLmTask::evaluate_split(const std::string& split, int64_t max_batches) {
+  const data::MaskedLmDataset dataset = make_dataset(split, data::WindowMode::kEval);
+  data::BatchLoader loader(dataset.size(), evaluation_loader_options());
+  int64_t batches = loader.batches_per_epoch();
+  if (max_batches > 0) batches = std::min(batches, max_batches);
+  // Batch b runs on rank b % ranks; the sums are added in batch order (one process's numbers).
+  distributed::ShardedSums sums(communicator(), batches, 1, 1);
+  for (int64_t b = 0; b < batches; ++b) {
+    const std::vector<int64_t> indices = loader.next().indices;
+    if (!sums.mine(b)) continue;
+    // Epoch 0: the same corruption at every evaluation, so numbers are comparable.
+    const data::LmBatch batch = dataset.batch(indices, /*epoch=*/0);
+    if (batch.target_count == 0) continue;
+    const double loss_sum = model_->loss(batch.tokens, batch.targets, batch.mask).item() *
+                            static_cast<double>(batch.target_count);
+    sums.set(b, {{loss_sum}}, {{batch.target_count}});
+  }
+  const distributed::ShardedSums::Totals totals = sums.totals();
+  const double loss_sum = totals.doubles[0];
+  const int64_t targets = totals.ints[0];
+  ROTA_CHECK(targets > 0, "eval: no masked positions in the {} split", split);
+  const double loss = loss_sum / static_cast<double>(targets);
+  return {{"loss", loss}, {"ppl", std::exp(loss)}, {"masked_tokens", static_cast<double>(targets)}};
+}
+
+}  // namespace rota::app

@@ -1,0 +1,34 @@
+// Masked-token prediction task: a masked LM with BERT corruption.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "app/tasks/task.h"
+#include "data/dataset/mlm_dataset.h"
+#include "models/language_models.h"
+
+namespace rota::app {
+
+/// Masked-token prediction (BERT corruption). Metrics: loss over the masked positions of the
+/// split (corruption fixed by the seed, epoch 0), ppl.
+class MaskedLmTask : public Task {
+ public:
+  explicit MaskedLmTask(TaskInputs inputs);
+  nn::Module& model() override { return *model_; }
+  train::MicroBatch next_micro_batch() override;
+  train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
+
+ protected:
+  int64_t prepare_training_data() override;
+
+ private:
+  data::MaskedLmDataset make_dataset(const std::string& split, data::WindowMode mode);
+
+  std::shared_ptr<models::MaskedLm> model_;
+  std::optional<data::MaskedLmDataset> train_data_;
+};
+
+}  // namespace rota::app

@@ -1,0 +1,172 @@
+// Shared parts of the recipe tasks: seeds, corpus, state capture, tokenizer files.
+#include "app/tasks/task.h"
+
+#include <filesystem>
+
+#include "app/setup/model_setup.h"
+#include "app/setup/tokenizer_setup.h"
+#include "app/tasks/causal_lm_task.h"
+#include "app/tasks/classifier_task.h"
+#include "app/tasks/masked_lm_task.h"
+#include "framework/base/seed_mix.h"
+#include "recipes/recipe_error.h"
+
+namespace fs = std::filesystem;
+
+namespace rota::app {
+namespace {
+
+// Rank r's dropout seed: rank 0 keeps the single-process seed, so one rank = one process.
+uint64_t rank_dropout_seed(uint64_t dropout_seed, int rank) {
+  return rank == 0 ? dropout_seed : mix_seed({dropout_seed, static_cast<uint64_t>(rank)});
+}
+
+std::string dropout_stream_name(int rank) {
+  return rank == 0 ? "dropout" : "dropout.rank" + std::to_string(rank);
+}
+
+}  // namespace
+
+std::string batch_split_problem(const recipes::Recipe& recipe, int64_t ranks) {
+  const int64_t batch = recipe.data().batch_size();
+  const int64_t accumulation = recipe.train().gradient_accumulation();
+  if (batch % (accumulation * ranks) == 0) return "";
+  return fmt::format(
+      "data.batch_size: {} sequences (the global batch) do not split evenly into "
+      "train.gradient_accumulation {} x {} ranks; each rank's micro-batch holds batch_size / "
+      "(gradient_accumulation x ranks) sequences, so use a multiple of {} or another number of "
+      "ranks",
+      batch, accumulation, ranks, accumulation * ranks);
+}
+
+RunSeeds::RunSeeds(uint64_t seed)
+    : init(mix_seed({seed, 1})),
+      dropout(mix_seed({seed, 2})),
+      data(mix_seed({seed, 3})),
+      masking(mix_seed({seed, 4})) {}
+
+Task::Task(TaskInputs inputs) : inputs_(std::move(inputs)), seeds_(inputs_.recipe.train().seed()) {
+  ROTA_CHECK(inputs_.tokenizer != nullptr, "task: no tokenizer");
+  ROTA_CHECK(inputs_.communicator != nullptr, "task: no communicator");
+  const std::string problem = batch_split_problem(inputs_.recipe, communicator().world_size());
+  if (!problem.empty()) throw recipes::RecipeError(problem);
+  dropout_gen_ =
+      std::make_shared<Generator>(rank_dropout_seed(seeds_.dropout, communicator().rank()));
+  model_options_ =
+      model_options_from_recipe(inputs_.recipe, inputs_.tokenizer->vocab_size());
+}
+
+Task::~Task() = default;
+
+const data::Corpus& Task::corpus() {
+  if (!corpus_) {
+    const recipes::Data& d = inputs_.recipe.data();
+    const std::string source = d.has_corpus()     ? d.corpus()
+                               : d.has_text_dir() ? d.text_dir()
+                                                  : d.tsv_dir();
+    corpus_ = std::make_unique<data::Corpus>(data::Corpus::open(source, inputs_.data_options));
+  }
+  return *corpus_;
+}
+
+std::string Task::validation_split() {
+  for (const char* name : {"valid", "validation", "dev"}) {
+    if (corpus().has_split(name)) return name;
+  }
+  fail("data: corpus '{}' has no validation split (valid.txt / dev.tsv)", corpus().name());
+}
+
+int64_t Task::steps_per_epoch() {
+  return prepare_training_data() / recipe().data().batch_size();
+}
+
+int64_t Task::micro_batch_size() const {
+  return eval_batch_size() / communicator().world_size();
+}
+
+int64_t Task::eval_batch_size() const {
+  return inputs_.recipe.data().batch_size() / inputs_.recipe.train().gradient_accumulation();
+}
+
+data::LoaderOptions Task::training_loader_options() const {
+  data::LoaderOptions options;
+  options.batch_size = micro_batch_size();
+  options.shuffle = recipe().data().shuffle();
+  options.drop_last = true;
+  options.seed = seeds_.data;
+  options.rank = communicator().rank();
+  options.world_size = communicator().world_size();
+  return options;
+}
+
+data::LoaderOptions Task::evaluation_loader_options() const {
+  data::LoaderOptions options;
+  options.batch_size = eval_batch_size();
+  options.shuffle = false;
+  options.drop_last = false;
+  return options;
+}
+
+train::Metrics Task::evaluate() {
+  return evaluate_split(validation_split(), inputs_.recipe.train().eval_batches());
+}
+
+void Task::save_state(io::TrainState& state) const {
+  distributed::Communicator& comm = communicator();
+  const data::LoaderCursor cursor =
+      loader_ ? loader_->cursor() : data::LoaderCursor{};  // global: the same on every rank
+  state.mutable_data_cursor()->set_epoch(cursor.epoch);
+  state.mutable_data_cursor()->set_position(cursor.position);
+  state.mutable_data_cursor()->set_shard(0);
+  state.mutable_data_cursor()->set_num_shards(comm.world_size());
+  // Drop the streams of an earlier world size, then store every rank's (gathered: 4 words each).
+  auto* streams = state.mutable_rng_states();
+  for (int i = streams->size() - 1; i >= 0; --i) {
+    if (streams->Get(i).name().rfind("dropout.rank", 0) == 0) streams->DeleteSubrange(i, 1);
+  }
+  const Generator::State& mine = dropout_gen_->state();
+  std::vector<int64_t> words(mine.begin(), mine.end());
+  if (comm.world_size() > 1) words = distributed::allgather(comm, words);
+  for (int r = 0; r < comm.world_size(); ++r) {
+    Generator::State rank_words{};
+    for (size_t i = 0; i < rank_words.size(); ++i) {
+      rank_words[i] = static_cast<uint64_t>(words[r * rank_words.size() + i]);
+    }
+    Generator stream;
+    stream.set_state(rank_words);
+    io::save_rng_state(state, dropout_stream_name(r), stream);
+  }
+}
+
+void Task::restore_state(const io::TrainState& state) {
+  prepare_training_data();
+  loader_->restore({state.data_cursor().epoch(), state.data_cursor().position()});
+  const int rank = communicator().rank();
+  const std::string name = dropout_stream_name(rank);
+  for (const auto& entry : state.rng_states()) {
+    if (entry.name() == name) return io::restore_rng_state(state, name, *dropout_gen_);
+  }
+  ROTA_CHECK(rank != 0, "restore_state: the train state has no random stream 'dropout'");
+  dropout_gen_->set_state(Generator(mix_seed({seeds_.dropout, static_cast<uint64_t>(rank),
+                                                    static_cast<uint64_t>(state.step())}))
+                              .state());
+}
+
+std::map<std::string, std::string> Task::checkpoint_files() const {
+  // Flat in the checkpoint, so load_tokenizer(checkpoint_dir) reads them back.
+  return tokenizer_files(*inputs_.tokenizer);
+}
+
+std::unique_ptr<Task> make_task(TaskInputs inputs) {
+  switch (inputs.recipe.model().kind()) {
+    case recipes::Model::CAUSAL_LM:
+      return std::make_unique<CausalLmTask>(std::move(inputs));
+    case recipes::Model::MASKED_LM:
+      return std::make_unique<MaskedLmTask>(std::move(inputs));
+    case recipes::Model::CLASSIFIER:
+      return std::make_unique<ClassifierTask>(std::move(inputs));
+  }
+  fail("model.kind: unknown kind {}", static_cast<int>(inputs.recipe.model().kind()));
+}
+
+}  // namespace rota::app

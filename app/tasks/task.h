@@ -1,0 +1,111 @@
+// A recipe's model and data as one training task (causal LM, masked LM or classifier).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "data/corpus/corpus.h"
+#include "data/loader/batch_loader.h"
+#include "data/loader/loader_cursor.h"
+#include "data/tokenizer/tokenizer.h"
+#include "framework/distributed/communicator.h"
+#include "framework/distributed/single_process_communicator.h"
+#include "framework/nn/module.h"
+#include "framework/train/trainer.h"
+#include "models/model_options.h"
+#include "recipes/recipe.pb.h"
+
+namespace rota::app {
+
+/// The seeds of a run's independent random streams, derived from train.seed.
+struct RunSeeds {
+  explicit RunSeeds(uint64_t seed);
+  uint64_t init;     // parameter initialisation
+  uint64_t dropout;  // dropout masks (a stream saved in checkpoints; one per rank, see Task)
+  uint64_t data;     // epoch shuffling
+  uint64_t masking;  // MLM corruption, per (epoch, window)
+};
+
+/// Everything a task is built from. The tokenizer is already chosen (built, loaded from a
+/// checkpoint, or from data.tokenizer.path).
+struct TaskInputs {
+  recipes::Recipe recipe;  // resolved and validated
+  std::shared_ptr<const data::Tokenizer> tokenizer;
+  data::DataOptions data_options = data::default_data_options();
+  /// The ranks of a data-parallel run (docs/distributed.md); the default is one process.
+  std::shared_ptr<distributed::Communicator> communicator = distributed::single_process();
+};
+
+/// A TrainingTask that can also evaluate any split of its corpus. Training data is prepared
+/// only when training starts (eval and generate never read the training split).
+///
+/// Data-parallel (a communicator with W > 1 ranks): the training loader of rank r takes its
+/// part of every global batch (data::BatchLoader's sharding), data.batch_size / (accumulation x
+/// W) sequences per micro-batch; rank r's dropout stream is seeded from (dropout seed, r) (rank 0
+/// keeps the single-process stream); evaluation batches are shared round-robin and summed in
+/// batch order, so every rank gets the single-process numbers.
+class Task : public train::TrainingTask {
+ public:
+  explicit Task(TaskInputs inputs);
+  ~Task() override;
+
+  /// Metrics of a whole split ("valid" or "test"); max_batches > 0 limits the batches.
+  /// Collective when data-parallel: call it on every rank.
+  virtual train::Metrics evaluate_split(const std::string& split, int64_t max_batches) = 0;
+  /// Validation metrics with the recipe's train.eval_batches.
+  train::Metrics evaluate() override;
+  /// Optimizer steps in one pass over the training split at the recipe's global batch.
+  int64_t steps_per_epoch();
+  /// The data cursor and the dropout streams (RNG "dropout" is rank 0's, "dropout.rank<r>" rank
+  /// r's, gathered from every rank); tokenizer files for checkpoints.
+  void save_state(io::TrainState& state) const override;
+  /// Restores the cursor (examples counted globally, so any world size can continue it) and
+  /// this rank's dropout stream; a rank the checkpoint has no stream for (more ranks than when
+  /// it was written) starts a fresh one from (dropout seed, rank, step).
+  void restore_state(const io::TrainState& state) override;
+  std::map<std::string, std::string> checkpoint_files() const override;
+
+  const recipes::Recipe& recipe() const { return inputs_.recipe; }
+  const data::Tokenizer& tokenizer() const { return *inputs_.tokenizer; }
+  const models::ModelOptions& model_options() const { return model_options_; }
+  const data::Corpus& corpus();
+  /// Sequences per micro-batch on this rank: data.batch_size / (train.gradient_accumulation x
+  /// ranks).
+  int64_t micro_batch_size() const;
+  /// Sequences per evaluation batch: data.batch_size / train.gradient_accumulation, whatever the
+  /// number of ranks (so eval_batches and the results do not depend on it).
+  int64_t eval_batch_size() const;
+  distributed::Communicator& communicator() const { return *inputs_.communicator; }
+  /// The name of the validation split of this corpus ("valid").
+  std::string validation_split();
+
+ protected:
+  /// Creates the training dataset and `loader_` over it (idempotent); returns the number of
+  /// examples.
+  virtual int64_t prepare_training_data() = 0;
+  /// The training loader's options: micro_batch_size(), this rank's shard, the data seed.
+  data::LoaderOptions training_loader_options() const;
+  /// The loader of an evaluation split: eval_batch_size(), in order, every example once.
+  data::LoaderOptions evaluation_loader_options() const;
+
+  TaskInputs inputs_;
+  std::optional<data::BatchLoader> loader_;  // training batches; set by prepare_training_data
+  models::ModelOptions model_options_;
+  RunSeeds seeds_;
+  std::shared_ptr<Generator> dropout_gen_;
+
+ private:
+  std::unique_ptr<data::Corpus> corpus_;
+};
+
+/// Why data.batch_size does not split into train.gradient_accumulation × `ranks` equal
+/// micro-batches; empty when it does.
+std::string batch_split_problem(const recipes::Recipe& recipe, int64_t ranks);
+
+/// Builds the task for recipe.model.kind (initialising the model from train.seed).
+std::unique_ptr<Task> make_task(TaskInputs inputs);
+
+}  // namespace rota::app

@@ -1,0 +1,49 @@
+// `rota ablate` (see ablate_run.h).
+#include "experiments/ablate_run.h"
+
+#include <cstdio>
+
+#include "app/run/exit_codes.h"
+#include "experiments/ablation_runner.h"
+#include "experiments/subprocess.h"
+#include "framework/io/log.h"
+
+namespace rota::experiments {
+
+namespace {
+
+/// The command as typed (for results.md): only the options that differ from the defaults.
+std::string ablate_command_line(const AblateRequest& args) {
+  std::vector<std::string> argv = {"rota", "ablate", args.ablation};
+  if (!args.out.empty()) argv.insert(argv.end(), {"--out", args.out});
+  if (args.jobs != 1) argv.insert(argv.end(), {"--jobs", std::to_string(args.jobs)});
+  if (args.eval_batches > 0) {
+    argv.insert(argv.end(), {"--eval-batches", std::to_string(args.eval_batches)});
+  }
+  return command_line(argv);
+}
+
+}  // namespace
+
+int run_ablate(const AblateRequest& args) {
+  io::init_logging_from_env();
+  AblationRunOptions options;
+  options.ablation_file = args.ablation;
+  options.out = args.out;
+  options.jobs = args.jobs;
+  options.eval_batches = args.eval_batches;
+  // /proc/self/exe names this very binary even if the file is rebuilt during the ablation.
+  options.program = args.rota_binary.empty() ? "/proc/self/exe" : args.rota_binary;
+  options.command = ablate_command_line(args);
+  const AblationOutcome outcome = run_ablation(options);
+  const std::filesystem::path report = outcome.out / "results.md";
+  std::printf("ablation: %d of %zu runs finished, %d failed, %d unfinished; results=%s\n",
+              outcome.finished, outcome.results.size(), outcome.failed, outcome.unfinished,
+              report.c_str());
+  if (outcome.stopped) {
+    std::printf("stopped; rerun the same command to continue: %s\n", options.command.c_str());
+  }
+  return outcome.failed == 0 && outcome.unfinished == 0 ? app::kExitOk : app::kExitFailure;
+}
+
+}  // namespace rota::experiments

@@ -1,0 +1,19 @@
+// The ablation's plots: validation curves per variant and length extrapolation, as SVG files.
+#pragma once
+
+#include <vector>
+
+#include "experiments/report/ablation_report.h"
+
+namespace rota::experiments {
+
+/// Writes into report.out and returns (titles and file names):
+/// - validation_curves.svg: the first stage's validation primary metric against the step, per
+///   variant the mean over its finished seeds with a min–max band (log y for perplexity);
+/// - finetune_validation_curves.svg: the same for a follow-up stage;
+/// - extrapolation.svg (with two or more context multipliers): the test primary metric against
+///   the multiplier of the training length (log x), one line per variant, mean over seeds with
+///   a min–max band; a multiplier the encoding cannot run at is left out of its line.
+std::vector<PlotFile> write_plots(const AblationReport& report);
+
+}  // namespace rota::experiments

@@ -1,0 +1,279 @@
+// results.md of an ablation: what was run, per-variant mean ± std best first, extrapolation, plots.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "experiments/report/ablation_report.h"
+#include "experiments/report/summary_stats.h"
+#include "experiments/report/text_table.h"
+
+namespace rota::experiments {
+
+namespace {
+
+using StageValue = std::function<double(const StageResult&)>;
+
+std::string code(const std::string& text) {
+  return "`" + text + "`";
+}
+
+std::string code_list(const std::vector<std::string>& items) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : ", ") + code(item);
+  return text.empty() ? "none" : text;
+}
+
+double metric_value_or_nan(const MetricMap& metrics, const std::string& name) {
+  const auto it = metrics.find(name);
+  return it == metrics.end() ? NAN : it->second;
+}
+
+/// A value of stage `stage` of every finished run of a variant.
+Summary variant_summary(const AblationReport& report, int variant, int stage,
+                        const StageValue& value) {
+  std::vector<double> values;
+  for (const RunResult* r : finished_results(report, variant)) {
+    if (static_cast<size_t>(stage) < r->stages.size()) values.push_back(value(r->stages[stage]));
+  }
+  return summarize(values);
+}
+
+/// The split the stage's test evaluation used ("test", or "valid" without test labels).
+std::string evaluated_split(const AblationReport& report, int stage) {
+  for (const RunResult& r : report.results) {
+    if (r.status == RunResult::Status::kOk && static_cast<size_t>(stage) < r.stages.size()) {
+      return r.stages[stage].test_split;
+    }
+  }
+  return "test";
+}
+
+void add_how_it_was_run(const AblationReport& report, std::string& md) {
+  const recipes::AblationPlan& plan = *report.plan;
+  md += "## How it was run\n\n```sh\n" + report.command + "\n```\n\n";
+  md += fmt::format("- Ablation file: {} (a copy: [ablation.txtpb](ablation.txtpb))\n",
+                    code(plan.file.string()));
+  md +=
+      fmt::format("- Base recipe: {}; overrides applied to every variant: {}\n",
+                  code(plan.base_recipe.string()),
+                  code_list({plan.ablation.overrides().begin(), plan.ablation.overrides().end()}));
+  if (plan.ablation.has_follow_up()) {
+    const auto& follow_up = plan.ablation.follow_up();
+    md += fmt::format(
+        "- Second stage per run: {} initialised from the first stage's final checkpoint, with "
+        "the variant's `model.` overrides and {}\n",
+        code(plan.follow_up_recipe.string()),
+        code_list({follow_up.overrides().begin(), follow_up.overrides().end()}));
+  }
+  std::string seeds;
+  for (const uint64_t seed : plan.ablation.seeds()) {
+    seeds += (seeds.empty() ? "" : ", ") + std::to_string(seed);
+  }
+  md += fmt::format(
+      "- Seeds: {} (`train.seed`); every variant trains with the base recipe's "
+      "hyper-parameters, only its own overrides differ\n",
+      seeds);
+  md += fmt::format(
+      "- Evaluation: each run's `checkpoints/best` (picked on the validation split) on the "
+      "test split (the validation split where the test labels are hidden): {}\n",
+      report.eval_batches > 0
+          ? fmt::format("only its first {} batches (`--eval-batches {}`: a quick look, not a "
+                        "whole-split result)",
+                        report.eval_batches, report.eval_batches)
+          : "the whole split");
+  md +=
+      "- Per-run numbers: [results.csv](results.csv); run directories: "
+      "`runs/<variant>/seed<S>/` (logs in `console.log`, `train.log`, `metrics.jsonl`)\n\n";
+}
+
+void add_variants(const AblationReport& report, std::string& md) {
+  TextTable table;
+  table.header = {"variant", "description", "overrides"};
+  for (const recipes::Variant& v : report.plan->ablation.variant()) {
+    table.rows.push_back({v.name(), v.description(),
+                          v.overrides().empty()
+                              ? "(the base recipe)"
+                              : code_list({v.overrides().begin(), v.overrides().end()})});
+  }
+  md += "## Variants\n\n" + to_markdown(table, 3) + "\n";
+}
+
+/// Variant indices, best first by the last stage's test primary metric (variants without a
+/// finished run last).
+std::vector<int> variants_best_first(const AblationReport& report) {
+  const PlannedRun& first = report.runs.front();
+  const int last = static_cast<int>(first.stages.size()) - 1;
+  const std::string primary = primary_metric(first.stages[last].recipe);
+  const bool higher = primary_higher_is_better(first.stages[last].recipe);
+  std::vector<std::pair<double, int>> keyed;
+  for (int v = 0; v < report.plan->ablation.variant_size(); ++v) {
+    const Summary s = variant_summary(report, v, last, [&](const StageResult& stage) {
+      return metric_value_or_nan(stage.test, primary);
+    });
+    const double key = s.n == 0 ? INFINITY : higher ? -s.mean : s.mean;
+    keyed.emplace_back(key, v);
+  }
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<int> order;
+  for (const auto& [key, v] : keyed) order.push_back(v);
+  return order;
+}
+
+void add_results(const AblationReport& report, std::string& md) {
+  const PlannedRun& first = report.runs.front();
+  const int last = static_cast<int>(first.stages.size()) - 1;
+  const std::string sort_metric = primary_metric(first.stages[last].recipe);
+  TextTable table;
+  table.header = {"variant", "runs", "parameters", "train time (s)", "tokens/s"};
+  struct Column {
+    int stage;
+    StageValue value;
+  };
+  std::vector<Column> columns;
+  for (const StagePlan& stage : first.stages) {
+    const std::string primary = primary_metric(stage.recipe);
+    table.header.push_back(stage_metric_title(report, stage.index, "best valid", primary));
+    columns.push_back({stage.index, [primary](const StageResult& s) {
+                         return metric_value_or_nan(s.best_valid, primary);
+                       }});
+    std::vector<std::string> shown = {primary};
+    if (stage.recipe.model().kind() == recipes::Model::CLASSIFIER) {
+      shown = {"accuracy", "mcc"};
+    }
+    const std::string split = evaluated_split(report, stage.index);
+    for (const std::string& metric : shown) {
+      table.header.push_back(stage_metric_title(report, stage.index, split, metric));
+      columns.push_back({stage.index, [metric](const StageResult& s) {
+                           return metric_value_or_nan(s.test, metric);
+                         }});
+    }
+  }
+  const int seeds = report.plan->ablation.seeds_size();
+  for (const int v : variants_best_first(report)) {
+    const int finished = static_cast<int>(finished_results(report, v).size());
+    std::vector<std::string> row = {report.plan->ablation.variant(v).name(),
+                                    fmt::format("{}/{}", finished, seeds)};
+    auto cell = [&](int stage, const StageValue& value) {
+      return format_mean_std(variant_summary(report, v, stage, value));
+    };
+    const Summary parameters = variant_summary(
+        report, v, 0, [](const StageResult& s) { return static_cast<double>(s.parameters); });
+    row.push_back(parameters.n == 0 ? "—" : fmt::format("{:.0f}", parameters.mean));
+    row.push_back(cell(0, [](const StageResult& s) { return s.train_time_s; }));
+    row.push_back(cell(0, [](const StageResult& s) { return s.tokens_per_s; }));
+    for (const Column& column : columns) row.push_back(cell(column.stage, column.value));
+    table.rows.push_back(std::move(row));
+  }
+  const bool higher = primary_higher_is_better(first.stages[last].recipe);
+  md += "## Results\n\n";
+  md += fmt::format(
+      "Mean ± sample standard deviation over the seeds that finished (one value: a single run). "
+      "Sorted by {}, best ({}) first. Parameters, training time and throughput are the {}; "
+      "tokens/s is the median over the logged training windows.\n\n",
+      stage_metric_title(report, last, evaluated_split(report, last), sort_metric),
+      higher ? "highest" : "lowest", first.stages.size() > 1 ? "first stage's" : "run's");
+  md += to_markdown(table) + "\n";
+}
+
+void add_extrapolation(const AblationReport& report, std::string& md) {
+  const auto& multipliers = report.plan->ablation.context_multipliers();
+  if (multipliers.empty()) return;
+  const StagePlan& stage = report.runs.front().stages.front();
+  const int64_t length = stage.recipe.data().sequence_length();
+  const std::string primary = primary_metric(stage.recipe);
+  TextTable table;
+  table.header = {"variant"};
+  for (const int m : multipliers) {
+    table.header.push_back(fmt::format("{}× ({} tokens)", m, m * length));
+  }
+  std::map<std::string, std::string> reasons;  // variant -> why n/a
+  for (const int v : variants_best_first(report)) {
+    const std::string name = report.plan->ablation.variant(v).name();
+    std::vector<std::string> row = {name};
+    for (const int m : multipliers) {
+      std::vector<double> values;
+      bool not_applicable = false;
+      for (const RunResult* r : finished_results(report, v)) {
+        for (const ContextResult& c : r->stages.front().contexts) {
+          if (c.multiplier != m) continue;
+          if (c.value) {
+            values.push_back(*c.value);
+          } else {
+            not_applicable = true;
+            if (!reasons.contains(name)) {
+              reasons[name] = c.note.rfind("n/a: ", 0) == 0 ? c.note.substr(5) : c.note;
+            }
+          }
+        }
+      }
+      row.push_back(values.empty() && not_applicable ? "n/a" : format_mean_std(summarize(values)));
+    }
+    table.rows.push_back(std::move(row));
+  }
+  md += "## Length extrapolation\n\n";
+  md += fmt::format(
+      "{} of `checkpoints/best` on the {} split with windows of m × the training length "
+      "(T = {}) via `rota eval --context`; mean ± std over seeds. The model never saw a "
+      "sequence longer than T.\n\n",
+      stage_metric_title(report, 0, "Test", primary), evaluated_split(report, 0), length);
+  md += to_markdown(table) + "\n";
+  if (!reasons.empty()) {
+    md += "n/a: the encoding cannot run at that length:\n\n";
+    for (const auto& [name, reason] : reasons) md += fmt::format("- {}: {}\n", name, reason);
+    md += "\n";
+  }
+}
+
+void add_plots(const AblationReport& report, std::string& md) {
+  if (report.plots.empty()) return;
+  md += "## Plots\n\n";
+  for (const PlotFile& plot : report.plots) {
+    md += fmt::format("![{}]({})\n\n", plot.title, plot.svg);
+    if (!plot.png.empty()) md += fmt::format("PNG: [{}]({})\n\n", plot.png, plot.png);
+  }
+  if (!report.png_note.empty()) md += report.png_note + "\n\n";
+}
+
+void add_problems(const AblationReport& report, std::string& md) {
+  std::string lines;
+  for (const RunResult& r : report.results) {
+    if (r.status == RunResult::Status::kOk) continue;
+    lines += fmt::format("- {} seed {}: {}{}\n", r.variant, r.seed, status_name(r.status),
+                         r.error.empty() ? "" : ": " + r.error);
+  }
+  if (lines.empty()) return;
+  md +=
+      "## Runs without results\n\nRerun the same command to retry them (finished runs are "
+      "kept).\n\n" +
+      lines + "\n";
+}
+
+}  // namespace
+
+std::string results_markdown(const AblationReport& report) {
+  const recipes::Ablation& ablation = report.plan->ablation;
+  std::string md = "# Ablation: " + ablation.name() + "\n\n";
+  if (!ablation.description().empty()) md += ablation.description() + "\n\n";
+  int finished = 0;
+  for (const RunResult& r : report.results) finished += r.status == RunResult::Status::kOk;
+  md += fmt::format(
+      "Generated {} by `rota ablate`: {} of {} runs finished ({} variants × {} seeds{}).\n\n",
+      report.generated_at, finished, report.results.size(), ablation.variant_size(),
+      ablation.seeds_size(), ablation.has_follow_up() ? ", two stages each" : "");
+  add_how_it_was_run(report, md);
+  add_variants(report, md);
+  if (!report.runs.empty()) {
+    add_results(report, md);
+    add_extrapolation(report, md);
+  }
+  add_plots(report, md);
+  add_problems(report, md);
+  return md;
+}
+
+}  // namespace rota::experiments

@@ -1,0 +1,63 @@
+// Recipe fields that only tune numerics (norm epsilon, sinusoid base) reach the model.
+#include <gtest/gtest.h>
+
+#include "framework/autograd/grad_mode.h"
+#include "models/language_models.h"
+#include "app/setup/model_setup.h"
+#include "recipes/loader.h"
+
+namespace rota::models {
+namespace {
+
+constexpr char kRecipe[] = R"(version: 1
+model { kind: CAUSAL_LM width: 16 layers: 1 heads: 2 ffn_width: 32 dropout: 0
+        attention { linear {} } position { sinusoidal {} } }
+data { corpus: "tinyshakespeare" tokenizer { kind: BYTE } sequence_length: 8 batch_size: 2 }
+train { steps: 1 }
+)";
+
+ModelOptions options_with(const std::vector<std::string>& overrides) {
+  return app::model_options_from_recipe(recipes::load_recipe_text(kRecipe, "fields.txtpb", overrides),
+                                   256);
+}
+
+// Logits of a model built from `options` with a fixed seed on fixed ids.
+Tensor logits_of(const ModelOptions& options) {
+  Generator init(5);
+  CausalLm model(options, init, nullptr);
+  model.eval();
+  Tensor ids = Tensor::empty({1, 8}, DType::kI64);
+  for (int64_t i = 0; i < 8; ++i) ids.data<int64_t>()[i] = (i * 37) % 256;
+  NoGradGuard no_grad;
+  return model.forward(ids).data().contiguous();
+}
+
+double max_abs_difference(const Tensor& a, const Tensor& b) {
+  double m = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    m = std::max(m, std::abs(double(a.data<float>()[i]) - double(b.data<float>()[i])));
+  }
+  return m;
+}
+
+TEST(RecipeFields, NormEpsilonReachesEveryNorm) {
+  EXPECT_EQ(options_with({}).norm_eps, 1e-5);
+  const ModelOptions big = options_with({"model.norm_eps=0.5"});
+  EXPECT_EQ(big.norm_eps, 0.5);
+  EXPECT_EQ(big.attention.norm_eps, 0.5);
+  // A huge epsilon visibly changes the outputs; the default one is the model's own default.
+  EXPECT_GT(max_abs_difference(logits_of(options_with({})), logits_of(big)), 1e-3);
+  EXPECT_EQ(max_abs_difference(logits_of(options_with({})),
+                               logits_of(options_with({"model.norm_eps=1e-5"}))),
+            0.0);
+}
+
+TEST(RecipeFields, SinusoidBaseReachesTheEmbedding) {
+  EXPECT_EQ(options_with({}).sinusoidal_base, 10000.0);
+  const ModelOptions other = options_with({"model.position.sinusoidal.base=100"});
+  EXPECT_EQ(other.sinusoidal_base, 100.0);
+  EXPECT_GT(max_abs_difference(logits_of(options_with({})), logits_of(other)), 1e-4);
+}
+
+}  // namespace
+}  // namespace rota::models

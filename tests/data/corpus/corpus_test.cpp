@@ -1,0 +1,333 @@
+// Corpus search path, verification (with its record), verified download and local corpora.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include "data/corpus/checksum_cache.h"
+#include "data/corpus/corpus.h"
+#include "data/corpus/download.h"
+#include "data/corpus/locate.h"
+#include "data/corpus/text_split.h"
+#include "framework/base/file_io.h"
+#include "data/util/sha256.h"
+#include "data/util/utf8.h"
+#include "framework/base/error.h"
+#include "tests/data/test_files.h"
+
+namespace rota::data {
+namespace {
+
+using testing::ScopedEnv;
+using testing::TempDir;
+using testing::write_bytes;
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// A registered-style corpus made up by the test, with one file of the given content.
+CorpusInfo test_corpus(const std::string& content, const std::string& url = "file:///nonexistent") {
+  CorpusInfo corpus;
+  corpus.name = "toy";
+  corpus.format = CorpusFormat::kText;
+  CorpusFile file;
+  file.split = "train";
+  file.file_name = "train.txt";
+  file.url = url;
+  file.sha256 = sha256_hex(content);
+  file.bytes = static_cast<int64_t>(content.size());
+  corpus.files = {file};
+  return corpus;
+}
+
+TEST(DataOptions, SearchPathOrderFromTheEnvironment) {
+  TempDir root;
+  std::filesystem::create_directories(root / "work");
+  std::filesystem::create_directories(root / "shared/data");
+  const auto old_cwd = std::filesystem::current_path();
+  std::filesystem::current_path(root / "work");
+  {
+    ScopedEnv data("ROTA_DATA", "/first/dir::/second/dir");
+    ScopedEnv cache("XDG_CACHE_HOME", (root / "xdg").string());
+    ScopedEnv offline("ROTA_OFFLINE", std::nullopt);
+    const DataOptions options = default_data_options();
+    ASSERT_GE(options.search_path.size(), 4u);
+    EXPECT_EQ(options.search_path[0].dir, "/first/dir");
+    EXPECT_EQ(options.search_path[0].origin, "$ROTA_DATA");
+    EXPECT_EQ(options.search_path[1].dir, "/second/dir");
+    EXPECT_EQ(options.search_path[2].dir, root / "xdg/rota/data");
+    EXPECT_EQ(options.search_path[2].origin, "user cache");
+    EXPECT_EQ(options.cache_dir, root / "xdg/rota/data");
+    EXPECT_TRUE(std::filesystem::equivalent(options.search_path[3].dir, root / "shared/data"));
+    EXPECT_TRUE(contains(options.search_path[3].origin, "current directory"));
+    // Then the source tree's ../shared/data when it exists (it does in this checkout).
+    if (!testing::shared_data_dir().empty()) {
+      ASSERT_EQ(options.search_path.size(), 5u);
+      EXPECT_TRUE(
+          std::filesystem::equivalent(options.search_path[4].dir, testing::shared_data_dir()));
+    }
+    EXPECT_TRUE(options.allow_download);
+  }
+  {
+    ScopedEnv data("ROTA_DATA", std::nullopt);
+    ScopedEnv cache("XDG_CACHE_HOME", "");
+    ScopedEnv home("HOME", (root / "home").string());
+    ScopedEnv offline("ROTA_OFFLINE", "1");
+    const DataOptions options = default_data_options();
+    EXPECT_EQ(options.search_path[0].dir, root / "home/.cache/rota/data");
+    EXPECT_EQ(options.cache_dir, root / "home/.cache/rota/data");
+    EXPECT_FALSE(options.allow_download);
+  }
+  std::filesystem::current_path(old_cwd);
+}
+
+TEST(Locate, FirstDirectoryOnThePathWins) {
+  TempDir root;
+  const std::string content = "one two three\n";
+  const CorpusInfo corpus = test_corpus(content);
+  DataOptions options;
+  options.search_path = {{root / "a", "first"}, {root / "b", "second"}};
+  options.cache_dir = root / "cache";
+  options.allow_download = false;
+  write_bytes(root / "b/toy/train.txt", content);
+  EXPECT_EQ(locate_corpus_file(corpus, corpus.files[0], options), root / "b/toy/train.txt");
+  write_bytes(root / "a/toy/train.txt", content);
+  EXPECT_EQ(locate_corpus_file(corpus, corpus.files[0], options), root / "a/toy/train.txt");
+}
+
+TEST(Locate, MissingEverywhereListsEveryPlaceAndTheFetchCommand) {
+  TempDir root;
+  const CorpusInfo corpus = test_corpus("x");
+  DataOptions options;
+  options.search_path = {{root / "a", "$ROTA_DATA"}, {root / "cache", "user cache"}};
+  options.cache_dir = root / "cache";
+  options.allow_download = false;
+  try {
+    locate_corpus_file(corpus, corpus.files[0], options);
+    FAIL();
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_TRUE(contains(message, (root / "a/toy/train.txt").string())) << message;
+    EXPECT_TRUE(contains(message, "($ROTA_DATA)")) << message;
+    EXPECT_TRUE(contains(message, (root / "cache/toy/train.txt").string())) << message;
+    EXPECT_TRUE(contains(message, "(user cache)")) << message;
+    EXPECT_TRUE(contains(message, "downloads are disabled")) << message;
+    EXPECT_TRUE(contains(message, "rota data fetch toy")) << message;
+  }
+  // With downloads allowed, the failed download is explained as well.
+  options.allow_download = true;
+  try {
+    locate_corpus_file(corpus, corpus.files[0], options);
+    FAIL();
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_TRUE(contains(message, "file:///nonexistent")) << message;
+    EXPECT_TRUE(contains(message, "rota data fetch toy")) << message;
+  }
+  EXPECT_FALSE(std::filesystem::exists(root / "cache/toy/train.txt"));
+}
+
+TEST(Locate, CorruptLocalCopyIsAnErrorWithExpectedAndGot) {
+  TempDir root;
+  const CorpusInfo corpus = test_corpus("the real content\n");
+  write_bytes(root / "a/toy/train.txt", "tampered content\n");
+  DataOptions options;
+  options.search_path = {{root / "a", "first"}};
+  options.cache_dir = root / "cache";
+  options.allow_download = false;
+  try {
+    locate_corpus_file(corpus, corpus.files[0], options);
+    FAIL();
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_TRUE(contains(message, "expected sha256 " + corpus.files[0].sha256)) << message;
+    EXPECT_TRUE(contains(message, "got " + sha256_hex("tampered content\n"))) << message;
+  }
+  options.verify_checksums = false;
+  EXPECT_EQ(locate_corpus_file(corpus, corpus.files[0], options), root / "a/toy/train.txt");
+}
+
+TEST(ChecksumRecord, VerifiedOnceThenTrustedUntilSizeOrMtimeChange) {
+  TempDir root;
+  const auto file = root / "data.txt";
+  write_bytes(file, "abcdef");
+  const std::string good = sha256_hex("abcdef");
+  EXPECT_TRUE(verify_file_checksum(file, good, root / "cache"));
+  const std::string record = read_file(root / "cache" / kChecksumRecordFile);
+  EXPECT_TRUE(contains(record, good)) << record;
+  EXPECT_TRUE(contains(record, std::filesystem::absolute(file).string())) << record;
+
+  // Same size and mtime: the record is trusted (documented: the file is not re-hashed).
+  const auto mtime = std::filesystem::last_write_time(file);
+  write_bytes(file, "ABCDEF");
+  std::filesystem::last_write_time(file, mtime);
+  EXPECT_TRUE(verify_file_checksum(file, good, root / "cache"));
+  // A new mtime forces a re-hash, which catches the change.
+  std::filesystem::last_write_time(file, mtime + std::chrono::seconds(5));
+  std::string got;
+  EXPECT_FALSE(verify_file_checksum(file, good, root / "cache", &got));
+  EXPECT_EQ(got, sha256_hex("ABCDEF"));
+  // Without a cache directory every call hashes.
+  EXPECT_TRUE(verify_file_checksum(file, sha256_hex("ABCDEF"), {}));
+}
+
+TEST(Download, FileUrlIsVerifiedAndRenamedIntoTheCache) {
+  TempDir root;
+  const std::string content = "downloaded bytes\nsecond line\n";
+  write_bytes(root / "remote/train.txt", content);
+  const std::string url = "file://" + (root / "remote/train.txt").string();
+  const CorpusInfo corpus = test_corpus(content, url);
+  DataOptions options;
+  options.cache_dir = root / "cache";
+  options.search_path = {{root / "empty", "first"}, {options.cache_dir, "user cache"}};
+  const auto path = locate_corpus_file(corpus, corpus.files[0], options);
+  EXPECT_EQ(path, root / "cache/toy/train.txt");
+  EXPECT_EQ(read_file(path), content);
+  // No temporary files are left next to it.
+  int entries = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(root / "cache/toy")) {
+    (void)entry;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1);
+  // The next lookup finds the cached copy without downloading.
+  std::filesystem::remove(root / "remote/train.txt");
+  EXPECT_EQ(locate_corpus_file(corpus, corpus.files[0], options), path);
+}
+
+TEST(Download, ChecksumMismatchSavesNothingAndSaysExpectedVersusGot) {
+  TempDir root;
+  write_bytes(root / "remote/file.txt", "what the server sends\n");
+  const std::string url = "file://" + (root / "remote/file.txt").string();
+  const std::string expected = sha256_hex("what we expect\n");
+  const auto dest = root / "cache/toy/file.txt";
+  try {
+    download_verified(url, expected, dest);
+    FAIL();
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_TRUE(contains(message, "expected sha256 " + expected)) << message;
+    EXPECT_TRUE(contains(message, "got " + sha256_hex("what the server sends\n"))) << message;
+    EXPECT_TRUE(contains(message, url)) << message;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dest));
+  EXPECT_TRUE(std::filesystem::is_empty(root / "cache/toy"));
+}
+
+TEST(Download, PrefixIsPartOfTheCheckedFile) {
+  TempDir root;
+  write_bytes(root / "remote/body.tsv", "good film\t1\n");
+  const std::string url = "file://" + (root / "remote/body.tsv").string();
+  const std::string full = "sentence\tlabel\ngood film\t1\n";
+  download_verified(url, sha256_hex(full), root / "out.tsv", "sentence\tlabel\n");
+  EXPECT_EQ(read_file(root / "out.tsv"), full);
+  EXPECT_THROW(download_verified("file://" + (root / "remote/missing").string(), sha256_hex(""),
+                                 root / "out2.tsv"),
+               Error);
+}
+
+TEST(FetchCorpus, UnknownNameListsTheRegisteredOnes) {
+  try {
+    fetch_corpus("wikitext-3", DataOptions{});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "wikitext-2, tinyshakespeare, sst-2, cola")) << e.what();
+  }
+}
+
+TEST(Corpus, LocalDirectoryWithSplitFiles) {
+  TempDir root;
+  write_bytes(root / "c/train.txt", "train text\n");
+  write_bytes(root / "c/validation.txt", "valid text\n");
+  const Corpus corpus = Corpus::open((root / "c").string(), DataOptions{});
+  EXPECT_EQ(corpus.format(), CorpusFormat::kText);
+  EXPECT_EQ(corpus.splits(), (std::vector<std::string>{"train", "valid"}));
+  EXPECT_EQ(corpus.read_text("valid"), "valid text\n");
+  try {
+    corpus.read_text("test");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "no split 'test'")) << e.what();
+  }
+}
+
+TEST(Corpus, LocalDirectoryOfTextFilesIsJoinedAndCutByCharacters) {
+  TempDir root;
+  // 'é' is two bytes but one character: the cut counts characters.
+  write_bytes(root / "d/b.txt", "ééééé");
+  write_bytes(root / "d/a.txt", std::string(14, 'a'));  // no final newline: one is added
+  write_bytes(root / "d/notes.md", "ignored");
+  const Corpus corpus = Corpus::open((root / "d").string(), DataOptions{});
+  const std::string joined = std::string(14, 'a') + "\n" + "ééééé";  // 20 characters
+  const std::string train = corpus.read_text("train");
+  const std::string valid = corpus.read_text("valid");
+  const std::string test = corpus.read_text("test");
+  EXPECT_EQ(train + valid + test, joined);
+  EXPECT_EQ(utf8_unit_count(train), 18);  // 20 * 90 / 100
+  EXPECT_EQ(utf8_unit_count(valid), 1);   // 20 * 95 / 100 - 18
+  EXPECT_EQ(valid, "é");
+  EXPECT_EQ(test, "é");
+}
+
+TEST(TextSplit, HoldOutTailByCharacters) {
+  const std::string text = "abcdefghi\xC3\xA9";  // 10 characters, the last one two bytes
+  const auto [head, tail] = hold_out_tail(text, 0.1);
+  EXPECT_EQ(head, "abcdefghi");
+  EXPECT_EQ(tail, "\xC3\xA9");
+  EXPECT_EQ(hold_out_tail(text, 0.0).second, "");
+  EXPECT_EQ(hold_out_tail(text, 1.0).first, "");
+  EXPECT_THROW(hold_out_tail(text, 1.5), Error);
+  EXPECT_EQ(cut_by_characters(text, 0, 90), "abcdefghi");
+}
+
+TEST(Corpus, LocalTsvFileAndDirectory) {
+  TempDir root;
+  write_bytes(root / "one.tsv", "sentence\tlabel\nfine\t1\n");
+  const Corpus file = Corpus::open((root / "one.tsv").string(), DataOptions{});
+  EXPECT_EQ(file.format(), CorpusFormat::kTsv);
+  EXPECT_EQ(file.splits(), std::vector<std::string>{"train"});
+  EXPECT_EQ(file.tsv_split("train").path, root / "one.tsv");
+  EXPECT_THROW(file.read_text("train"), Error);
+
+  write_bytes(root / "glue/train.tsv", "x");
+  write_bytes(root / "glue/dev.tsv", "x");
+  const Corpus dir = Corpus::open((root / "glue").string(), DataOptions{});
+  EXPECT_EQ(dir.splits(), (std::vector<std::string>{"train", "valid"}));
+  EXPECT_EQ(dir.tsv_split("valid").path, root / "glue/dev.tsv");
+
+  try {
+    Corpus::open((root / "nothing-here").string(), DataOptions{});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "neither a registered corpus")) << e.what();
+  }
+}
+
+TEST(Corpus, TinyShakespeareSplitIs90By5By5Characters) {
+  const std::filesystem::path shared = testing::shared_data_dir();
+  if (shared.empty()) GTEST_SKIP() << "../shared/data not present";
+  TempDir root;
+  DataOptions options;
+  options.search_path = {{shared, "shared"}};
+  options.cache_dir = root / "cache";
+  options.allow_download = false;
+  const Corpus corpus = Corpus::open("tinyshakespeare", options);
+  const std::string whole = read_file(shared / "tinyshakespeare/input.txt");
+  const std::string train = corpus.read_text("train");
+  const std::string valid = corpus.read_text("valid");
+  const std::string test = corpus.read_text("test");
+  EXPECT_EQ(train + valid + test, whole);
+  // ASCII, so characters are bytes: int(n * 0.9) as in nanoGPT, then 5 % each.
+  const int64_t n = 1115394;
+  ASSERT_EQ(static_cast<int64_t>(whole.size()), n);
+  EXPECT_EQ(static_cast<int64_t>(train.size()), static_cast<int64_t>(n * 0.9));
+  EXPECT_EQ(static_cast<int64_t>(valid.size()),
+            static_cast<int64_t>(n * 0.95) - static_cast<int64_t>(n * 0.9));
+  EXPECT_EQ(static_cast<int64_t>(train.size()), 1003854);
+  // The first train character is the play's first line; every valid/test character occurs in train.
+  EXPECT_EQ(train.substr(0, 14), "First Citizen:");
+  for (char c : valid + test) ASSERT_NE(train.find(c), std::string::npos) << c;
+}
+
+}  // namespace
+}  // namespace rota::data

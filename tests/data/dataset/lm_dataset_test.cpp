@@ -1,0 +1,120 @@
+// Causal LM windows: shifted targets, full-split evaluation coverage, WikiText-2 token counts.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "data/corpus/corpus.h"
+#include "data/dataset/lm_dataset.h"
+#include "data/loader/batch_loader.h"
+#include "data/tokenizer/word_tokenizer.h"
+#include "framework/base/error.h"
+#include "tests/data/test_files.h"
+
+namespace rota::data {
+namespace {
+
+// A stream whose token at position i is 1000 + i, so every id names its position.
+TokenStream positional_stream(int64_t n) {
+  std::vector<int64_t> tokens(n);
+  std::iota(tokens.begin(), tokens.end(), int64_t{1000});
+  return make_token_stream(std::move(tokens));
+}
+
+TEST(CausalLmDataset, TrainingWindowsHaveTargetsShiftedByOne) {
+  const int64_t N = 23, T = 5;
+  const CausalLmDataset dataset(positional_stream(N), T, WindowMode::kTrain, /*pad_id=*/-7);
+  EXPECT_EQ(dataset.size(), (N - 1) / T);  // 4 full windows
+  EXPECT_EQ(dataset.target_count(), 4 * T);
+  const std::vector<int64_t> indices = {3, 0, 2};
+  const LmBatch batch = dataset.batch(indices);
+  ASSERT_EQ(batch.tokens.shape(), (Shape{3, T}));
+  EXPECT_EQ(batch.tokens.dtype(), DType::kI64);
+  EXPECT_EQ(batch.targets.dtype(), DType::kI64);
+  EXPECT_EQ(batch.mask.dtype(), DType::kF32);
+  EXPECT_EQ(batch.target_count, 3 * T);
+  for (int64_t b = 0; b < 3; ++b) {
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t position = indices[b] * T + t;
+      EXPECT_EQ(batch.tokens.at({b, t}), 1000 + position);
+      EXPECT_EQ(batch.targets.at({b, t}), 1000 + position + 1);
+      EXPECT_EQ(batch.mask.at({b, t}), 1.0);
+    }
+  }
+  const std::vector<int64_t> bad = {4};
+  EXPECT_THROW(dataset.batch(bad), Error);
+}
+
+TEST(CausalLmDataset, EvaluationScoresEveryTokenAfterTheFirstExactlyOnce) {
+  for (const int64_t N : {2, 5, 6, 7, 23, 101}) {
+    const int64_t T = 5;
+    const CausalLmDataset dataset(positional_stream(N), T, WindowMode::kEval, /*pad_id=*/-7);
+    EXPECT_EQ(dataset.size(), (N - 1 + T - 1) / T) << N;
+    EXPECT_EQ(dataset.target_count(), N - 1);
+    std::vector<int> scored(N, 0);
+    int64_t total = 0;
+    std::vector<int64_t> all(dataset.size());
+    std::iota(all.begin(), all.end(), int64_t{0});
+    const LmBatch batch = dataset.batch(all);
+    for (int64_t b = 0; b < dataset.size(); ++b) {
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t target = static_cast<int64_t>(batch.targets.at({b, t}));
+        if (target == kIgnoreIndex) {
+          EXPECT_EQ(batch.mask.at({b, t}), 0.0);
+          EXPECT_EQ(batch.tokens.at({b, t}), -7);
+          continue;
+        }
+        EXPECT_EQ(batch.mask.at({b, t}), 1.0);
+        EXPECT_EQ(target, batch.tokens.at({b, t}) + 1);  // the next position
+        ++scored[target - 1000];
+        ++total;
+      }
+    }
+    EXPECT_EQ(total, N - 1);
+    EXPECT_EQ(batch.target_count, N - 1);
+    EXPECT_EQ(scored[0], 0);
+    for (int64_t i = 1; i < N; ++i) EXPECT_EQ(scored[i], 1) << "N=" << N << " position " << i;
+  }
+  EXPECT_EQ(CausalLmDataset(positional_stream(1), 4, WindowMode::kEval, 0).size(), 0);
+  EXPECT_EQ(CausalLmDataset(positional_stream(5), 4, WindowMode::kTrain, 0).size(), 1);
+  EXPECT_EQ(CausalLmDataset(positional_stream(4), 4, WindowMode::kTrain, 0).size(), 0);
+  EXPECT_THROW(CausalLmDataset(positional_stream(4), 0, WindowMode::kTrain, 0), Error);
+}
+
+// The WikiText-2 counts of ../shared/data/README.md: lines + whitespace tokens + one <eos>
+// per line, and the train vocabulary of 33,278 types with <eos>.
+TEST(CausalLmDataset, WikiText2TokenCountsAndFullValidationPass) {
+  const std::filesystem::path shared = testing::shared_data_dir();
+  if (shared.empty()) GTEST_SKIP() << "../shared/data not present";
+  testing::TempDir root;
+  DataOptions options;
+  options.search_path = {{shared, "shared"}};
+  options.cache_dir = root / "cache";
+  options.allow_download = false;
+  const Corpus corpus = Corpus::open("wikitext-2", options);
+  const auto tokenizer = WordTokenizer::train(corpus.read_text("train"));
+  EXPECT_EQ(tokenizer->vocab_size(), 33278);
+  EXPECT_EQ(tokenizer->encode(corpus.read_text("train")).size(), 2088628u);
+  EXPECT_EQ(tokenizer->encode(corpus.read_text("test")).size(), 245569u);
+  std::vector<int64_t> valid = tokenizer->encode(corpus.read_text("valid"));
+  ASSERT_EQ(valid.size(), 217646u);
+  // Valid and test have no word outside the train vocabulary.
+  EXPECT_EQ(std::count(valid.begin(), valid.end(), tokenizer->specials().id(SpecialToken::kUnk)),
+            std::count(valid.begin(), valid.end(), tokenizer->find("<unk>")));
+
+  // A full evaluation pass through the loader (in order, last partial batch and window kept).
+  const CausalLmDataset dataset(make_token_stream(std::move(valid)), 128, WindowMode::kEval, 0);
+  LoaderOptions loader_options;
+  loader_options.batch_size = 16;
+  loader_options.shuffle = false;
+  loader_options.drop_last = false;
+  BatchLoader loader(dataset.size(), loader_options);
+  int64_t targets = 0;
+  for (int64_t step = 0; step < loader.batches_per_epoch(); ++step) {
+    targets += dataset.batch(loader.next().indices).target_count;
+  }
+  EXPECT_EQ(targets, 217645);
+  EXPECT_EQ(dataset.target_count(), 217645);
+}
+
+}  // namespace
+}  // namespace rota::data

@@ -1,0 +1,114 @@
+// linear_activation (fc1 + activation as one op) against the composed linear → activation ops:
+// bit for bit in f32 and under bf16 (native and portable paths), tightly in f64.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "framework/autograd/ops/elementwise.h"
+#include "framework/autograd/ops/matmul.h"
+#include "framework/autograd/precision.h"
+#include "framework/base/error.h"
+#include "framework/tensor/random.h"
+#include "tests/support/allclose.h"
+
+namespace rota {
+namespace {
+
+using backend::UnaryOp;
+using rota::testing::allclose;
+
+Variable composed(const Variable& x, const Variable& w, const Variable& b, UnaryOp act) {
+  const Variable h = linear(x, w, b);
+  switch (act) {
+    case UnaryOp::kRelu:
+      return relu(h);
+    case UnaryOp::kGeluErf:
+      return gelu(h, false);
+    case UnaryOp::kGeluTanh:
+      return gelu(h, true);
+    default:
+      return silu(h);
+  }
+}
+
+// y and the gradients of x, W, b after backward with a fixed random seed gradient.
+std::vector<Tensor> run(bool fused, UnaryOp act, const std::vector<Tensor>& inputs,
+                        const Tensor& seed) {
+  Variable x(inputs[0].clone(), true), w(inputs[1].clone(), true), b(inputs[2].clone(), true);
+  const Variable y = fused ? linear_activation(x, w, b, act) : composed(x, w, b, act);
+  y.backward(seed);
+  return {y.data(), x.grad(), w.grad(), b.grad()};
+}
+
+const char* kNames[] = {"y", "dx", "dW", "db"};
+
+void expect_identical(UnaryOp act, DType dtype, const std::string& what) {
+  Generator gen(17);
+  // 150 rows: two full row chunks of 64 and a partial one; 70 outputs: tile edges.
+  const std::vector<Tensor> inputs = {randn({3, 50, 24}, gen, 0, 1, dtype),
+                                      randn({70, 24}, gen, 0, 0.3, dtype),
+                                      randn({70}, gen, 0, 0.3, dtype)};
+  const Tensor seed = randn({3, 50, 70}, gen, 0, 1, dtype);
+  const std::vector<Tensor> a = run(true, act, inputs, seed);
+  const std::vector<Tensor> b = run(false, act, inputs, seed);
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].shape(), b[i].shape()) << what << " " << kNames[i];
+    if (dtype == DType::kF64) {
+      EXPECT_TRUE(allclose(a[i], b[i], 1e-13, 1e-13)) << what << " " << kNames[i];
+    } else {
+      EXPECT_EQ(a[i].to_double_vector(), b[i].to_double_vector()) << what << " " << kNames[i];
+    }
+  }
+}
+
+const UnaryOp kActivations[] = {UnaryOp::kRelu, UnaryOp::kGeluErf, UnaryOp::kGeluTanh,
+                                UnaryOp::kSilu};
+
+TEST(LinearActivation, F32AndF64MatchTheComposedOps) {
+  for (UnaryOp act : kActivations) {
+    expect_identical(act, DType::kF32, std::string("f32 ") + backend::unary_op_name(act));
+    expect_identical(act, DType::kF64, std::string("f64 ") + backend::unary_op_name(act));
+  }
+}
+
+TEST(LinearActivation, Bf16MatchesTheComposedOpsOnBothPaths) {
+  MatmulPrecisionGuard guard(MatmulPrecision::kBF16);
+  for (bool emulate : {false, true}) {
+    force_bf16_matmul_emulation(emulate);
+    for (UnaryOp act : kActivations) {
+      expect_identical(
+          act, DType::kF32,
+          std::string(emulate ? "bf16 portable " : "bf16 ") + backend::unary_op_name(act));
+    }
+  }
+  force_bf16_matmul_emulation(false);
+}
+
+TEST(LinearActivation, OnlyRequestedGradientsAndNoGraphWithoutGrad) {
+  Generator gen(18);
+  const Variable x(randn({4, 6}, gen), false);
+  Variable w(randn({5, 6}, gen), true);
+  const Variable b(randn({5}, gen), false);
+  const Variable y = linear_activation(x, w, b, UnaryOp::kGeluErf);
+  y.backward(randn({4, 5}, gen));
+  EXPECT_TRUE(w.grad().defined());
+  EXPECT_FALSE(x.grad().defined());
+  EXPECT_FALSE(b.grad().defined());
+  const Variable frozen = linear_activation(x, Variable(w.data()), b, UnaryOp::kRelu);
+  EXPECT_FALSE(frozen.requires_grad());
+}
+
+TEST(LinearActivation, RejectsUnsupportedActivationsAndMissingBias) {
+  Generator gen(19);
+  const Variable x(randn({2, 3}, gen), true);
+  const Variable w(randn({4, 3}, gen), true);
+  const Variable b(randn({4}, gen), true);
+  EXPECT_THROW(linear_activation(x, w, b, UnaryOp::kTanh), Error);
+  EXPECT_THROW(linear_activation(x, w, Variable(), UnaryOp::kRelu), Error);
+  EXPECT_THROW(linear_activation(Variable(randn({2, 5}, gen)), w, b, UnaryOp::kRelu), Error);
+}
+
+}  // namespace
+}  // namespace rota

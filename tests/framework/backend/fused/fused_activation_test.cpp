@@ -1,0 +1,82 @@
+// activation_backward_with_column_sums: bit for bit the separate unary_backward, reduce_sum and
+// bf16 rounding, over row chunk edges, one column, strided inputs; bad inputs refused.
+#include "framework/backend/fused/fused_activation.h"
+
+#include <gtest/gtest.h>
+
+#include "framework/backend/primitives/convert.h"
+#include "framework/backend/primitives/reduce.h"
+#include "framework/base/error.h"
+#include "framework/tensor/random.h"
+
+namespace rota {
+namespace {
+
+using backend::UnaryOp;
+
+TEST(ActivationBackwardWithColumnSums, SameBitsAsTheSeparatePasses) {
+  Generator gen(8);
+  for (UnaryOp act : {UnaryOp::kRelu, UnaryOp::kGeluErf, UnaryOp::kGeluTanh, UnaryOp::kSilu}) {
+    for (int64_t rows : {1, 64, 65, 200}) {
+      for (int64_t cols : {1, 3, 130}) {
+        const Tensor h = randn({rows, cols}, gen, 0, 2);
+        const Tensor dy = randn({rows, cols}, gen, 0, 5);
+        const Tensor dh = backend::unary_backward(act, h, h, dy);
+        const Tensor sums = backend::reduce_sum(dh, {0}, false);
+        for (bool bf16 : {false, true}) {
+          const auto fused = backend::activation_backward_with_column_sums(act, h, dy, bf16);
+          const Tensor want = bf16 ? backend::to_bf16(dh) : dh;
+          ASSERT_EQ(fused.grad_input.dtype(), want.dtype());
+          EXPECT_EQ(fused.grad_input.to_double_vector(), want.to_double_vector())
+              << backend::unary_op_name(act) << " " << rows << "x" << cols << " bf16=" << bf16;
+          EXPECT_EQ(fused.column_sums.to_double_vector(), sums.to_double_vector())
+              << backend::unary_op_name(act) << " " << rows << "x" << cols << " bf16=" << bf16;
+        }
+      }
+    }
+  }
+}
+
+TEST(ActivationToBf16, SameBitsAsActivationThenRounding) {
+  Generator gen(11);
+  for (UnaryOp act : {UnaryOp::kRelu, UnaryOp::kGeluErf, UnaryOp::kGeluTanh, UnaryOp::kSilu}) {
+    // 3·4100 elements: several 4096-element blocks and a partial one; and a strided view.
+    const Tensor h = randn({3, 4100}, gen, 0, 3);
+    for (const Tensor& x : {h, h.transpose(0, 1)}) {
+      const Tensor fused = backend::activation_to_bf16(act, x);
+      ASSERT_EQ(fused.dtype(), DType::kBF16);
+      ASSERT_EQ(fused.shape(), x.shape());
+      EXPECT_EQ(fused.to_double_vector(),
+                backend::to_bf16(backend::unary(act, x)).to_double_vector())
+          << backend::unary_op_name(act);
+    }
+  }
+  EXPECT_THROW(backend::activation_to_bf16(UnaryOp::kRelu, randn({2}, gen).to(DType::kF64)), Error);
+}
+
+TEST(ActivationBackwardWithColumnSums, ReadsStridedInputs) {
+  Generator gen(9);
+  const Tensor h = randn({70, 90}, gen).transpose(0, 1);  // [90, 70], not contiguous
+  const Tensor dy = randn({90, 70}, gen);
+  const auto fused = backend::activation_backward_with_column_sums(UnaryOp::kGeluErf, h, dy, false);
+  const Tensor dh = backend::unary_backward(UnaryOp::kGeluErf, h, h, dy);
+  EXPECT_EQ(fused.grad_input.to_double_vector(), dh.to_double_vector());
+  EXPECT_EQ(fused.column_sums.to_double_vector(),
+            backend::reduce_sum(dh, {0}, false).to_double_vector());
+}
+
+TEST(ActivationBackwardWithColumnSums, RefusesOtherOpsDtypesAndShapes) {
+  Generator gen(10);
+  const Tensor h = randn({4, 3}, gen);
+  EXPECT_THROW(backend::activation_backward_with_column_sums(UnaryOp::kExp, h, h, false), Error);
+  EXPECT_THROW(
+      backend::activation_backward_with_column_sums(UnaryOp::kRelu, h, randn({3, 4}, gen), false),
+      Error);
+  EXPECT_THROW(backend::activation_backward_with_column_sums(UnaryOp::kRelu, h.to(DType::kF64),
+                                                             h.to(DType::kF64), false),
+               Error);
+  EXPECT_THROW(backend::unary_backward_array(UnaryOp::kExp, nullptr, nullptr, nullptr, 0), Error);
+}
+
+}  // namespace
+}  // namespace rota

@@ -1,0 +1,114 @@
+// f32 → bf16 array conversion: bit for bit the scalar float_to_bf16 over every sign/exponent/
+// upper-mantissa pattern with the rounding-relevant lower halves (ties, NaN payloads, inf).
+#include "framework/backend/primitives/convert.h"
+
+#include <bit>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "framework/backend/primitives/elementwise.h"
+#include "framework/backend/primitives/reduce.h"
+#include "framework/backend/cpu/vector_math.h"
+#include "framework/base/error.h"
+#include "framework/tensor/random.h"
+
+namespace rota {
+namespace {
+
+float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+// Every sign/exponent/upper-mantissa pattern, each with the lower halves around the rounding
+// points: exact, just below/at/above the tie, max (NaN payloads and infinities included).
+std::vector<float> rounding_inputs() {
+  const uint32_t lows[] = {0x0000, 0x0001, 0x7fff, 0x8000, 0x8001, 0xbfff, 0xffff};
+  std::vector<float> src;
+  for (uint32_t high = 0; high <= 0xffff; ++high) {
+    for (uint32_t low : lows) src.push_back(from_bits((high << 16) | low));
+  }
+  return src;
+}
+
+// Each instruction-set build of the rounding kernel (float_to_bf16_array runs the widest the
+// CPU has, or the ROTA_MAX_CPU_ISA cap): the scalar conversion's bits, in the vector body and
+// in the tails.
+TEST(FloatToBf16Array, EveryBuildMatchesTheScalarConversion) {
+  namespace vm = backend::vecmath;
+  const std::vector<float> src = rounding_inputs();
+  const int64_t n = static_cast<int64_t>(src.size());
+  int builds = 0;
+  for (vm::Isa isa : {vm::Isa::kPortable, vm::Isa::kAvx2, vm::Isa::kAvx512}) {
+    if (!vm::isa_supported(isa)) continue;
+    ++builds;
+    std::vector<uint16_t> dst(src.size(), 0x5555);
+    vm::kernels(isa).round_to_bf16(src.data() + 3, dst.data() + 3, n - 5);
+    vm::kernels(isa).round_to_bf16(src.data(), dst.data(), 3);
+    vm::kernels(isa).round_to_bf16(src.data() + n - 2, dst.data() + n - 2, 2);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(dst[i], float_to_bf16(src[i]).bits)
+          << vm::isa_name(isa) << std::hex << " input bits 0x" << std::bit_cast<uint32_t>(src[i]);
+    }
+  }
+  EXPECT_GE(builds, 1);
+}
+
+TEST(FloatToBf16Array, MatchesTheScalarConversionBitForBit) {
+  const std::vector<float> src = rounding_inputs();
+  std::vector<BF16> dst(src.size());
+  // An odd offset and length: the vector loop's head and tail take part.
+  backend::float_to_bf16_array(src.data() + 1, dst.data() + 1,
+                               static_cast<int64_t>(src.size()) - 2);
+  backend::float_to_bf16_array(src.data(), dst.data(), 1);
+  backend::float_to_bf16_array(src.data() + src.size() - 1, dst.data() + src.size() - 1, 1);
+  for (size_t i = 0; i < src.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &src[i], sizeof(bits));
+    ASSERT_EQ(dst[i].bits, float_to_bf16(src[i]).bits) << std::hex << "input bits 0x" << bits;
+  }
+}
+
+TEST(ToBf16, EqualsTensorToForContiguousAndStridedTensors) {
+  Generator gen(4);
+  const Tensor t = randn({37, 129}, gen, 0, 3);
+  for (const Tensor& x : {t, t.transpose(0, 1), t.narrow(1, 3, 100)}) {
+    const Tensor fast = backend::to_bf16(x);
+    const Tensor reference = x.to(DType::kBF16);
+    ASSERT_EQ(fast.dtype(), DType::kBF16);
+    ASSERT_EQ(fast.shape(), x.shape());
+    EXPECT_EQ(fast.to_double_vector(), reference.to_double_vector());
+  }
+}
+
+TEST(ToBf16WithColumnSums, SameBitsAsRoundingAndColumnSumSeparately) {
+  Generator gen(5);
+  for (int64_t rows : {1, 63, 64, 65, 300}) {
+    for (int64_t cols : {1, 7, 257}) {
+      // Values spread over magnitudes so the f32 chunk sums really round.
+      const Tensor x = backend::binary(backend::BinaryOp::kMul, randn({rows, cols}, gen, 0, 1),
+                                       rand({rows, cols}, gen, 0, 1000));
+      const backend::Bf16WithColumnSums fused = backend::to_bf16_with_column_sums(x);
+      EXPECT_EQ(fused.values.to_double_vector(), backend::to_bf16(x).to_double_vector())
+          << rows << "x" << cols;
+      EXPECT_EQ(fused.column_sums.to_double_vector(),
+                backend::reduce_sum(x, {0}, false).to_double_vector())
+          << rows << "x" << cols;
+      EXPECT_EQ(fused.column_sums.shape(), Shape({cols}));
+    }
+  }
+}
+
+TEST(ToBf16WithColumnSums, RefusesWhatItCannotRead) {
+  Generator gen(6);
+  const Tensor x = randn({8, 4}, gen);
+  EXPECT_THROW(backend::to_bf16_with_column_sums(x.transpose(0, 1)), Error);
+  EXPECT_THROW(backend::to_bf16_with_column_sums(x.to(DType::kF64)), Error);
+  EXPECT_THROW(backend::to_bf16_with_column_sums(x.reshape({2, 4, 4})), Error);
+}
+
+}  // namespace
+}  // namespace rota
