@@ -58,12 +58,6 @@ class DirectoryLock {
   int fd_ = -1;
 };
 
-/// Log lines also go to OUT/ablate.log until the end of the ablation.
-struct LogFileScope {
-  explicit LogFileScope(const fs::path& file) { io::set_log_file(file); }
-  ~LogFileScope() { io::set_log_file({}); }
-};
-
 int available_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -99,7 +93,8 @@ AblationOutcome run_ablation(const AblationRunOptions& options) {
   outcome.out = options.out.empty() ? default_ablation_out(plan) : options.out;
   fs::create_directories(outcome.out);
   const DirectoryLock lock(outcome.out);
-  const LogFileScope log_file(outcome.out / "ablate.log");
+  // Log lines also go to OUT/ablate.log until the end of the ablation.
+  const io::LogFileScope log_file(outcome.out / "ablate.log");
   write_file_atomically(outcome.out / "ablation.txtpb",
                             recipes::read_text_file(options.ablation_file));
 
