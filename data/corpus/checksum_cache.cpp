@@ -87,6 +87,7 @@ bool verify_file_checksum(const std::filesystem::path& file, const std::string& 
     }
     updated += wanted + "\n";
     try {
+      std::filesystem::create_directories(cache_dir);
       write_file_atomically(record_file, updated);
     } catch (...) {
       // Best effort: a read-only cache just means hashing again next time.

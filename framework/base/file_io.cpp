@@ -88,7 +88,6 @@ void AtomicFileWriter::commit() {
 }
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   AtomicFileWriter writer(path);
   writer.write(content);
   writer.commit();

@@ -36,8 +36,8 @@ class AtomicFileWriter {
   int fd_ = -1;
 };
 
-/// Replaces `path` with `content` atomically and durably (see AtomicFileWriter), creating the
-/// parent directory when it is missing.
+/// Replaces `path` with `content` atomically and durably (see AtomicFileWriter). The directory
+/// must exist (a missing one is an error naming the file).
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
 
 /// The whole file as bytes; throws naming the file when it is missing or unreadable.
