@@ -1,6 +1,4 @@
 // The built `rota` program keeps the CLI contract: exit 0 / 1 / 2, errors on stderr, --help.
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/program.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -58,9 +57,8 @@ TEST(ExitCodes, RuntimeFailuresAreOne) {
   EXPECT_NE(r.output.find("/nonexistent/run"), std::string::npos) << r.output;
 
   // A checkpoint with one flipped byte is refused at load time, naming the file.
-  const fs::path dir =
-      fs::temp_directory_path() / ("rota_exit_codes_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const rota::testing::TempDir tmp;
+  const fs::path dir = tmp / "run";
   r = run("train " + kTiny + " --stop-after 2 --out " + dir.string());
   ASSERT_EQ(r.code, 0) << r.output;
   const fs::path weights = dir / "checkpoints" / "step_000002" / "model.safetensors";
@@ -76,7 +74,6 @@ TEST(ExitCodes, RuntimeFailuresAreOne) {
   r = run("eval " + dir.string());
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("model.safetensors"), std::string::npos) << r.output;
-  fs::remove_all(dir);
 }
 
 }  // namespace

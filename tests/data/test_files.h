@@ -1,39 +1,19 @@
-// Test helpers for the data layer: temporary directories, files, env overrides, shared data.
+// Test helpers for the data layer: files, env overrides, shared data (and the shared TempDir).
 #pragma once
-
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 
+#include "data/corpus/data_options.h"
+#include "tests/support/temp_dir.h"
+
 namespace rota::data::testing {
 
-/// A fresh directory under the system temp dir, removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device device;
-    path_ = std::filesystem::temp_directory_path() /
-            ("rota_data_test_" + std::to_string(::getpid()) + "_" + std::to_string(device()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code error;
-    std::filesystem::remove_all(path_, error);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using rota::testing::TempDir;
 
 /// Writes bytes to path (creating parent directories).
 inline void write_bytes(const std::filesystem::path& path, std::string_view bytes) {
@@ -71,6 +51,17 @@ inline std::filesystem::path shared_data_dir() {
   const std::filesystem::path dir =
       (std::filesystem::path(ROTA_SOURCE_DIR) / ".." / "shared" / "data").lexically_normal();
   return std::filesystem::is_directory(dir) ? dir : std::filesystem::path();
+}
+
+/// Options that find corpora only in `shared` (see shared_data_dir), never download, and cache
+/// under `cache_dir`.
+inline DataOptions shared_data_options(const std::filesystem::path& shared,
+                                       const std::filesystem::path& cache_dir) {
+  DataOptions options;
+  options.search_path = {{shared, "shared"}};
+  options.cache_dir = cache_dir;
+  options.allow_download = false;
+  return options;
 }
 
 }  // namespace rota::data::testing

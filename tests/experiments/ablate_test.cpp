@@ -21,20 +21,22 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "app/setup/context_length.h"
-#include "experiments/run_plan.h"
-#include "experiments/subprocess.h"
-#include "experiments/report/summary_stats.h"
-#include "experiments/report/svg_chart.h"
-#include "experiments/report/text_table.h"
-#include "experiments/ablate_run.h"
 #include "app/run/eval_run.h"
 #include "app/run/exit_codes.h"
 #include "app/run/train_run.h"
+#include "app/setup/context_length.h"
+#include "experiments/ablate_run.h"
+#include "experiments/report/summary_stats.h"
+#include "experiments/report/svg_chart.h"
+#include "experiments/report/text_table.h"
+#include "experiments/run_plan.h"
+#include "experiments/subprocess.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
 #include "recipes/ablation.h"
 #include "tests/framework/io/io_test_util.h"
+#include "tests/support/run_metrics.h"
+#include "tests/support/temp_dir.h"
 
 namespace rota::experiments {
 namespace {
@@ -46,7 +48,8 @@ using app::recipe_at_context;
 
 namespace fs = std::filesystem;
 using io::testing::read_bytes;
-using io::testing::TempDir;
+using rota::testing::metrics_lines;
+using rota::testing::TempDir;
 
 std::string source_path(const std::string& relative) {
   return std::string(ROTA_SOURCE_DIR) + "/" + relative;
@@ -177,17 +180,6 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-/// Valid-split lines of a run's metrics.jsonl.
-std::vector<nlohmann::json> valid_lines(const fs::path& run) {
-  std::ifstream in(run / "metrics.jsonl");
-  std::vector<nlohmann::json> lines;
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    if (j["split"] == "valid") lines.push_back(j);
-  }
-  return lines;
-}
-
 /// Identity and modification time of every file under a directory (to prove nothing was
 /// rewritten).
 std::map<std::string, std::pair<ino_t, int64_t>> file_stamps(const fs::path& dir) {
@@ -202,9 +194,15 @@ std::map<std::string, std::pair<ino_t, int64_t>> file_stamps(const fs::path& dir
   return stamps;
 }
 
-fs::path write_ablation(const fs::path& dir, const std::string& body) {
+/// Writes <dir>/ablation.txtpb: version 1, `name`, the source tree's recipe `base` trained for
+/// `steps` steps without evaluations, then `body` (variants, seeds, ...).
+fs::path write_ablation(const fs::path& dir, const std::string& name, const std::string& base,
+                        int64_t steps, const std::string& body) {
   const fs::path file = dir / "ablation.txtpb";
-  std::ofstream(file) << body;
+  std::ofstream(file) << "version: 1\nname: \"" << name << "\"\nbase: \"" << source_path(base)
+                      << "\"\noverrides: \"train.steps=" << steps
+                      << "\"\noverrides: \"train.eval_every=0\"\n"
+                      << body;
   return file;
 }
 
@@ -234,7 +232,7 @@ TEST(Ablate, TinyAblationWritesTheCsvTheMarkdownAndThePlots) {
     const fs::path run = out / "runs" / row.at("variant") / ("seed" + row.at("seed"));
     double best = INFINITY;
     int64_t best_step = 0;
-    for (const auto& line : valid_lines(run)) {
+    for (const auto& line : metrics_lines(run, "valid")) {
       if (line["loss"].get<double>() < best) {
         best = line["loss"].get<double>();
         best_step = line["step"].get<int64_t>();
@@ -365,16 +363,13 @@ TEST(Ablate, ARerunKeepsFinishedRunsAndCompletesTheRest) {
 TEST(Ablate, AFailedRunIsReportedAndUnsupportedLengthsAreNotApplicable) {
   TempDir tmp;
   const fs::path out = tmp / "out";
-  const fs::path ablation = write_ablation(
-      tmp.path(), "version: 1\nname: \"failures\"\nbase: \"" +
-                      source_path("recipes/tests/tiny_causal_lm.txtpb") +
-                      "\"\n"
-                      "overrides: \"train.steps=2\"\noverrides: \"train.eval_every=0\"\n"
-                      "variant { name: \"learned\" overrides: \"model.position={learned_absolute "
-                      "{max_positions: 32}}\" }\n"
-                      "variant { name: \"broken\" overrides: "
-                      "\"finetune.init_from=/nonexistent/rota-run\" }\n"
-                      "seeds: [3]\ncontext_multipliers: [1, 2]\n");
+  const fs::path ablation =
+      write_ablation(tmp.path(), "failures", "recipes/tests/tiny_causal_lm.txtpb", 2,
+                     "variant { name: \"learned\" overrides: \"model.position={learned_absolute "
+                     "{max_positions: 32}}\" }\n"
+                     "variant { name: \"broken\" overrides: "
+                     "\"finetune.init_from=/nonexistent/rota-run\" }\n"
+                     "seeds: [3]\ncontext_multipliers: [1, 2]\n");
   EXPECT_EQ(ablate(ablation, out), kExitFailure);  // one run failed; the other finished
 
   const auto rows = read_csv_rows(out / "results.csv");
@@ -402,17 +397,14 @@ TEST(Ablate, AFailedRunIsReportedAndUnsupportedLengthsAreNotApplicable) {
 TEST(Ablate, TwoStagesFineTuneFromEachPretrainedRun) {
   TempDir tmp;
   const fs::path out = tmp / "out";
-  const fs::path ablation = write_ablation(
-      tmp.path(), "version: 1\nname: \"two-stage\"\nbase: \"" +
-                      source_path("recipes/tests/tiny_masked_lm.txtpb") +
-                      "\"\n"
-                      "overrides: \"train.steps=2\"\noverrides: \"train.eval_every=0\"\n"
-                      "variant { name: \"lrpe\" }\n"
-                      "variant { name: \"rope\" overrides: \"model.position={rope {}}\" }\n"
-                      "seeds: [5]\n"
-                      "follow_up { recipe: \"" +
-                      source_path("recipes/tests/tiny_classifier.txtpb") +
-                      "\" overrides: \"train.steps=2\" overrides: \"train.eval_every=0\" }\n");
+  const fs::path ablation =
+      write_ablation(tmp.path(), "two-stage", "recipes/tests/tiny_masked_lm.txtpb", 2,
+                     "variant { name: \"lrpe\" }\n"
+                     "variant { name: \"rope\" overrides: \"model.position={rope {}}\" }\n"
+                     "seeds: [5]\n"
+                     "follow_up { recipe: \"" +
+                         source_path("recipes/tests/tiny_classifier.txtpb") +
+                         "\" overrides: \"train.steps=2\" overrides: \"train.eval_every=0\" }\n");
   ASSERT_EQ(ablate(ablation, out), kExitOk);
   const auto rows = read_csv_rows(out / "results.csv");
   ASSERT_EQ(rows.size(), 2u);
@@ -443,13 +435,10 @@ TEST(Ablate, TwoStagesFineTuneFromEachPretrainedRun) {
 TEST(Ablate, CtrlCStopsTheRunningChildWithACheckpointAndStartsNoOtherRun) {
   TempDir tmp;
   const fs::path out = tmp / "out";
-  const fs::path ablation = write_ablation(
-      tmp.path(), "version: 1\nname: \"stopped\"\nbase: \"" +
-                      source_path("recipes/tests/tiny_causal_lm.txtpb") +
-                      "\"\n"
-                      "overrides: \"train.steps=1000000\"\noverrides: \"train.eval_every=0\"\n"
-                      "overrides: \"train.checkpoint_every=0\"\n"
-                      "variant { name: \"a\" }\nseeds: [1, 2]\n");
+  const fs::path ablation =
+      write_ablation(tmp.path(), "stopped", "recipes/tests/tiny_causal_lm.txtpb", 1000000,
+                     "overrides: \"train.checkpoint_every=0\"\n"
+                     "variant { name: \"a\" }\nseeds: [1, 2]\n");
   const fs::path first = out / "runs" / "a" / "seed1";
   // Like a Ctrl-C on the terminal (which reaches only rota ablate: the children have their own
   // process group), once the first run is training. If the stop never reaches the child, a

@@ -13,24 +13,24 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "app/run/train_run.h"
+#include "app/run/bench_run.h"
 #include "app/run/eval_run.h"
 #include "app/run/exit_codes.h"
 #include "app/run/generate_run.h"
-#include "app/run/bench_run.h"
-#include "app/tasks/checkpoint_task.h"
 #include "app/run/matmul_ceiling.h"
+#include "app/run/train_run.h"
+#include "app/tasks/checkpoint_task.h"
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/precision.h"
 #include "recipes/recipe_error.h"
-#include "tests/framework/io/io_test_util.h"
 #include "tests/support/program.h"
+#include "tests/support/temp_dir.h"
 
 namespace rota::app {
 namespace {
 
 namespace fs = std::filesystem;
-using io::testing::TempDir;
+using rota::testing::TempDir;
 
 const std::string kTinyRecipe =
     std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb";

@@ -8,24 +8,24 @@
 
 #include <gtest/gtest.h>
 
-#include "app/setup/context_length.h"
-#include "app/run/train_run.h"
 #include "app/run/eval_run.h"
 #include "app/run/exit_codes.h"
-#include "app/tasks/checkpoint_task.h"
+#include "app/run/train_run.h"
+#include "app/setup/context_length.h"
 #include "app/tasks/causal_lm_task.h"
+#include "app/tasks/checkpoint_task.h"
 #include "app/tasks/classifier_task.h"
 #include "app/tasks/masked_lm_task.h"
 #include "framework/autograd/grad_mode.h"
 #include "recipes/loader.h"
 #include "recipes/recipe_error.h"
-#include "tests/framework/io/io_test_util.h"
+#include "tests/support/temp_dir.h"
 
 namespace rota::app {
 namespace {
 
 namespace fs = std::filesystem;
-using io::testing::TempDir;
+using rota::testing::TempDir;
 
 constexpr int64_t kTrainedLength = 32;  // data.sequence_length of the tiny recipes
 

@@ -11,35 +11,27 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "app/run/train_run.h"
 #include "app/run/eval_run.h"
 #include "app/run/exit_codes.h"
 #include "app/run/generate_run.h"
+#include "app/run/train_run.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
 #include "recipes/recipe_error.h"
 #include "tests/framework/io/io_test_util.h"
+#include "tests/support/run_metrics.h"
+#include "tests/support/temp_dir.h"
 
 namespace rota::app {
 namespace {
 
 namespace fs = std::filesystem;
 using io::testing::read_bytes;
-using io::testing::TempDir;
+using rota::testing::metrics_lines;
+using rota::testing::TempDir;
 
 std::string recipe_path(const std::string& name) {
   return std::string(ROTA_SOURCE_DIR) + "/recipes/tests/" + name + ".txtpb";
-}
-
-std::vector<nlohmann::json> metrics_lines(const fs::path& run, const std::string& split) {
-  std::ifstream in(run / "metrics.jsonl");
-  std::vector<nlohmann::json> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    if (j["split"] == split) lines.push_back(j);
-  }
-  return lines;
 }
 
 int train(const std::string& recipe, const fs::path& out, std::vector<std::string> overrides = {},

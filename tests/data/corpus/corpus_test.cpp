@@ -8,15 +8,17 @@
 #include "data/corpus/download.h"
 #include "data/corpus/locate.h"
 #include "data/corpus/text_split.h"
-#include "framework/base/file_io.h"
 #include "data/util/sha256.h"
 #include "data/util/utf8.h"
 #include "framework/base/error.h"
+#include "framework/base/file_io.h"
 #include "tests/data/test_files.h"
+#include "tests/support/expect_error.h"
 
 namespace rota::data {
 namespace {
 
+using rota::testing::expect_error;
 using testing::ScopedEnv;
 using testing::TempDir;
 using testing::write_bytes;
@@ -102,28 +104,14 @@ TEST(Locate, MissingEverywhereListsEveryPlaceAndTheFetchCommand) {
   options.search_path = {{root / "a", "$ROTA_DATA"}, {root / "cache", "user cache"}};
   options.cache_dir = root / "cache";
   options.allow_download = false;
-  try {
-    locate_corpus_file(corpus, corpus.files[0], options);
-    FAIL();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    EXPECT_TRUE(contains(message, (root / "a/toy/train.txt").string())) << message;
-    EXPECT_TRUE(contains(message, "($ROTA_DATA)")) << message;
-    EXPECT_TRUE(contains(message, (root / "cache/toy/train.txt").string())) << message;
-    EXPECT_TRUE(contains(message, "(user cache)")) << message;
-    EXPECT_TRUE(contains(message, "downloads are disabled")) << message;
-    EXPECT_TRUE(contains(message, "rota data fetch toy")) << message;
-  }
+  expect_error(
+      [&] { locate_corpus_file(corpus, corpus.files[0], options); },
+      {(root / "a/toy/train.txt").string(), "($ROTA_DATA)", (root / "cache/toy/train.txt").string(),
+       "(user cache)", "downloads are disabled", "rota data fetch toy"});
   // With downloads allowed, the failed download is explained as well.
   options.allow_download = true;
-  try {
-    locate_corpus_file(corpus, corpus.files[0], options);
-    FAIL();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    EXPECT_TRUE(contains(message, "file:///nonexistent")) << message;
-    EXPECT_TRUE(contains(message, "rota data fetch toy")) << message;
-  }
+  expect_error([&] { locate_corpus_file(corpus, corpus.files[0], options); },
+               {"file:///nonexistent", "rota data fetch toy"});
   EXPECT_FALSE(std::filesystem::exists(root / "cache/toy/train.txt"));
 }
 
@@ -135,14 +123,9 @@ TEST(Locate, CorruptLocalCopyIsAnErrorWithExpectedAndGot) {
   options.search_path = {{root / "a", "first"}};
   options.cache_dir = root / "cache";
   options.allow_download = false;
-  try {
-    locate_corpus_file(corpus, corpus.files[0], options);
-    FAIL();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    EXPECT_TRUE(contains(message, "expected sha256 " + corpus.files[0].sha256)) << message;
-    EXPECT_TRUE(contains(message, "got " + sha256_hex("tampered content\n"))) << message;
-  }
+  expect_error(
+      [&] { locate_corpus_file(corpus, corpus.files[0], options); },
+      {"expected sha256 " + corpus.files[0].sha256, "got " + sha256_hex("tampered content\n")});
   options.verify_checksums = false;
   EXPECT_EQ(locate_corpus_file(corpus, corpus.files[0], options), root / "a/toy/train.txt");
 }
@@ -201,15 +184,9 @@ TEST(Download, ChecksumMismatchSavesNothingAndSaysExpectedVersusGot) {
   const std::string url = "file://" + (root / "remote/file.txt").string();
   const std::string expected = sha256_hex("what we expect\n");
   const auto dest = root / "cache/toy/file.txt";
-  try {
-    download_verified(url, expected, dest);
-    FAIL();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    EXPECT_TRUE(contains(message, "expected sha256 " + expected)) << message;
-    EXPECT_TRUE(contains(message, "got " + sha256_hex("what the server sends\n"))) << message;
-    EXPECT_TRUE(contains(message, url)) << message;
-  }
+  expect_error(
+      [&] { download_verified(url, expected, dest); },
+      {"expected sha256 " + expected, "got " + sha256_hex("what the server sends\n"), url});
   EXPECT_FALSE(std::filesystem::exists(dest));
   EXPECT_TRUE(std::filesystem::is_empty(root / "cache/toy"));
 }
@@ -227,12 +204,8 @@ TEST(Download, PrefixIsPartOfTheCheckedFile) {
 }
 
 TEST(FetchCorpus, UnknownNameListsTheRegisteredOnes) {
-  try {
-    fetch_corpus("wikitext-3", DataOptions{});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_TRUE(contains(e.what(), "wikitext-2, tinyshakespeare, sst-2, cola")) << e.what();
-  }
+  expect_error([&] { fetch_corpus("wikitext-3", DataOptions{}); },
+               "wikitext-2, tinyshakespeare, sst-2, cola");
 }
 
 TEST(Corpus, LocalDirectoryWithSplitFiles) {
@@ -243,12 +216,7 @@ TEST(Corpus, LocalDirectoryWithSplitFiles) {
   EXPECT_EQ(corpus.format(), CorpusFormat::kText);
   EXPECT_EQ(corpus.splits(), (std::vector<std::string>{"train", "valid"}));
   EXPECT_EQ(corpus.read_text("valid"), "valid text\n");
-  try {
-    corpus.read_text("test");
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_TRUE(contains(e.what(), "no split 'test'")) << e.what();
-  }
+  expect_error([&] { corpus.read_text("test"); }, "no split 'test'");
 }
 
 TEST(Corpus, LocalDirectoryOfTextFilesIsJoinedAndCutByCharacters) {
@@ -295,22 +263,15 @@ TEST(Corpus, LocalTsvFileAndDirectory) {
   EXPECT_EQ(dir.splits(), (std::vector<std::string>{"train", "valid"}));
   EXPECT_EQ(dir.tsv_split("valid").path, root / "glue/dev.tsv");
 
-  try {
-    Corpus::open((root / "nothing-here").string(), DataOptions{});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_TRUE(contains(e.what(), "neither a registered corpus")) << e.what();
-  }
+  expect_error([&] { Corpus::open((root / "nothing-here").string(), DataOptions{}); },
+               "neither a registered corpus");
 }
 
 TEST(Corpus, TinyShakespeareSplitIs90By5By5Characters) {
   const std::filesystem::path shared = testing::shared_data_dir();
   if (shared.empty()) GTEST_SKIP() << "../shared/data not present";
   TempDir root;
-  DataOptions options;
-  options.search_path = {{shared, "shared"}};
-  options.cache_dir = root / "cache";
-  options.allow_download = false;
+  const DataOptions options = testing::shared_data_options(shared, root / "cache");
   const Corpus corpus = Corpus::open("tinyshakespeare", options);
   const std::string whole = read_file(shared / "tinyshakespeare/input.txt");
   const std::string train = corpus.read_text("train");

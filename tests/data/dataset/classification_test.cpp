@@ -7,9 +7,12 @@
 #include "data/tokenizer/word_tokenizer.h"
 #include "framework/base/error.h"
 #include "tests/data/test_files.h"
+#include "tests/support/expect_error.h"
 
 namespace rota::data {
 namespace {
+
+using rota::testing::expect_error;
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
@@ -56,18 +59,16 @@ TEST(Tsv, ForcedHeaderWithColumnsByPosition) {
 }
 
 TEST(Tsv, ErrorsNameTheFileLineAndColumns) {
-  try {
-    parse_tsv("sentence\tscore\nx\t1\n", {"sentence", "label"}, {}, "x.tsv");
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_TRUE(contains(e.what(), "has column 'sentence' but not 'label'")) << e.what();
-  }
-  try {
-    parse_tsv("sentence\tlabel\nok\t1\nbroken line\n", {"sentence", "label"}, {}, "y.tsv");
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_TRUE(contains(e.what(), "y.tsv:3: 1 fields, expected 2")) << e.what();
-  }
+  expect_error(
+      [&] {
+        parse_tsv("sentence\tscore\nx\t1\n", {"sentence", "label"}, {}, "x.tsv");
+      },
+      "has column 'sentence' but not 'label'");
+  expect_error(
+      [&] {
+        parse_tsv("sentence\tlabel\nok\t1\nbroken line\n", {"sentence", "label"}, {}, "y.tsv");
+      },
+      "y.tsv:3: 1 fields, expected 2");
   EXPECT_THROW(parse_tsv("a\tb\n", {"sentence"}, {"only_one"}), Error);
   EXPECT_THROW(parse_tsv("", {"sentence"}), Error);
 }
@@ -84,10 +85,7 @@ TEST(Tsv, GlueFilesParseWithTheReadmeCounts) {
   const std::filesystem::path shared = testing::shared_data_dir();
   if (shared.empty()) GTEST_SKIP() << "../shared/data not present";
   testing::TempDir root;
-  DataOptions options;
-  options.search_path = {{shared, "shared"}};
-  options.cache_dir = root / "cache";
-  options.allow_download = false;
+  const DataOptions options = testing::shared_data_options(shared, root / "cache");
   for (const GlueCase& c :
        {GlueCase{"sst-2", "train", 67349, 37569}, GlueCase{"sst-2", "valid", 872, 444},
         GlueCase{"sst-2", "test", 1821, 909}, GlueCase{"sst-2", "test_unlabeled", 1821, -1},
@@ -189,30 +187,18 @@ TEST(ClassificationDataset, MissingSpecialTokensAndBadLabelsAreClearErrors) {
   const auto no_cls = classification_tokenizer({SpecialToken::kUnk, SpecialToken::kEos});
   const TsvTable table =
       parse_tsv("sentence\tlabel\nfine\tpositive\n", {"sentence", "label"}, {}, "z.tsv");
-  try {
-    ClassificationDataset(table, *no_cls, ClassificationOptions{});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_TRUE(contains(e.what(), "<cls>")) << e.what();
-  }
+  expect_error([&] { ClassificationDataset(table, *no_cls, ClassificationOptions{}); }, "<cls>");
   ClassificationOptions no_cls_options;
   no_cls_options.add_cls = false;
-  try {
-    ClassificationDataset(table, *no_cls, no_cls_options);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_TRUE(contains(e.what(), "z.tsv:2: label 'positive'")) << e.what();
-  }
+  expect_error([&] { ClassificationDataset(table, *no_cls, no_cls_options); },
+               "z.tsv:2: label 'positive'");
 }
 
 TEST(ClassificationDataset, FromCorpusOnSst2AndColaDev) {
   const std::filesystem::path shared = testing::shared_data_dir();
   if (shared.empty()) GTEST_SKIP() << "../shared/data not present";
   testing::TempDir root;
-  DataOptions options;
-  options.search_path = {{shared, "shared"}};
-  options.cache_dir = root / "cache";
-  options.allow_download = false;
+  const DataOptions options = testing::shared_data_options(shared, root / "cache");
   const auto tokenizer = classification_tokenizer();
   const ClassificationDataset sst =
       ClassificationDataset::from_corpus(Corpus::open("sst-2", options), "valid", *tokenizer, {});

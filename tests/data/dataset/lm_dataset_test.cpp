@@ -86,10 +86,7 @@ TEST(CausalLmDataset, WikiText2TokenCountsAndFullValidationPass) {
   const std::filesystem::path shared = testing::shared_data_dir();
   if (shared.empty()) GTEST_SKIP() << "../shared/data not present";
   testing::TempDir root;
-  DataOptions options;
-  options.search_path = {{shared, "shared"}};
-  options.cache_dir = root / "cache";
-  options.allow_download = false;
+  const DataOptions options = testing::shared_data_options(shared, root / "cache");
   const Corpus corpus = Corpus::open("wikitext-2", options);
   const auto tokenizer = WordTokenizer::train(corpus.read_text("train"));
   EXPECT_EQ(tokenizer->vocab_size(), 33278);

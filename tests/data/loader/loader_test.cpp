@@ -12,13 +12,11 @@ namespace {
 
 LoaderOptions options_with(int64_t batch_size, uint64_t seed, int64_t rank = 0, int64_t world = 1,
                            bool drop_last = true) {
-  LoaderOptions options;
-  options.batch_size = batch_size;
-  options.seed = seed;
-  options.rank = rank;
-  options.world_size = world;
-  options.drop_last = drop_last;
-  return options;
+  return {.batch_size = batch_size,
+          .drop_last = drop_last,
+          .seed = seed,
+          .rank = rank,
+          .world_size = world};
 }
 
 std::vector<std::vector<int64_t>> take(BatchLoader& loader, int steps) {

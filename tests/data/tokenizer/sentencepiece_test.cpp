@@ -6,9 +6,12 @@
 #include "framework/base/error.h"
 #include "framework/tensor/random.h"
 #include "tests/data/test_files.h"
+#include "tests/support/expect_error.h"
 
 namespace rota::data {
 namespace {
+
+using rota::testing::expect_error;
 
 // Lines of lowercase words with single spaces: text SentencePiece's normalisation keeps as is.
 // Words are 1-3 syllables from a small inventory, drawn with a skewed (Zipf-like)
@@ -145,12 +148,7 @@ TEST(SentencePiece, TrainingErrorsAreClear) {
   SentencePieceOptions options;
   options.vocab_size = 100000;  // far more pieces than this text has
   options.num_threads = 1;
-  try {
-    SentencePieceTokenizer::train(training_text(), options);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("sentencepiece"), std::string::npos) << e.what();
-  }
+  expect_error([&] { SentencePieceTokenizer::train(training_text(), options); }, "sentencepiece");
   options.vocab_size = 100;
   options.specials = {SpecialToken::kEos};
   EXPECT_THROW(SentencePieceTokenizer::train(training_text(), options), Error);  // no <unk>

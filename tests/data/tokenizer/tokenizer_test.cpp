@@ -10,10 +10,12 @@
 #include "framework/base/error.h"
 #include "framework/tensor/random.h"
 #include "tests/data/test_files.h"
+#include "tests/support/expect_error.h"
 
 namespace rota::data {
 namespace {
 
+using rota::testing::expect_error;
 using testing::TempDir;
 
 // Arbitrary bytes: every value 0..255, then random bytes (mostly invalid UTF-8).
@@ -47,24 +49,13 @@ TEST(SpecialTokens, NamesParseBothWays) {
   }
   EXPECT_FALSE(parse_special_token("<foo>").has_value());
   EXPECT_THROW(parse_special_tokens({"pad", "<pad>"}), Error);
-  try {
-    parse_special_tokens({"padding"});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("padding"), std::string::npos) << e.what();
-  }
+  expect_error([&] { parse_special_tokens({"padding"}); }, "padding");
 }
 
 TEST(SpecialTokens, RequireNamesTheMissingToken) {
   const ByteTokenizer tokenizer;
-  try {
-    tokenizer.specials().require(SpecialToken::kMask, "masked lm");
-    FAIL();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find("masked lm"), std::string::npos) << message;
-    EXPECT_NE(message.find("<mask>"), std::string::npos) << message;
-  }
+  expect_error([&] { tokenizer.specials().require(SpecialToken::kMask, "masked lm"); },
+               {"masked lm", "<mask>"});
 }
 
 TEST(ByteTokenizer, RoundTripsArbitraryBytesExactly) {
@@ -129,12 +120,7 @@ TEST(CharTokenizer, UnknownCharacterIsUnkOrAClearError) {
 
   const auto without = CharTokenizer::train("abc");
   EXPECT_EQ(without->vocab_size(), 3);
-  try {
-    without->encode("abé");
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("U+00E9"), std::string::npos) << e.what();
-  }
+  expect_error([&] { without->encode("abé"); }, "U+00E9");
 }
 
 TEST(CharTokenizer, SaveLoad) {
@@ -228,12 +214,7 @@ TEST(LoadTokenizer, RejectsMissingOrForeignDirectories) {
   EXPECT_THROW(load_tokenizer(dir.path()), Error);
   testing::write_bytes(dir / "tokenizer.json",
                        "{\"format\": \"rota.tokenizer\", \"version\": 99, \"kind\": \"byte\"}");
-  try {
-    load_tokenizer(dir.path());
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("version 99"), std::string::npos) << e.what();
-  }
+  expect_error([&] { load_tokenizer(dir.path()); }, "version 99");
   testing::write_bytes(dir / "tokenizer.json", "not json");
   EXPECT_THROW(load_tokenizer(dir.path()), Error);
 }

@@ -12,25 +12,13 @@
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/ops/elementwise.h"
 #include "tests/support/allclose.h"
+#include "tests/support/expect_error.h"
 
 namespace rota {
 namespace {
 
 using testing::allclose;
-
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const auto& part : parts) {
-      EXPECT_NE(message.find(part), std::string::npos)
-          << "message '" << message << "' lacks '" << part << "'";
-    }
-    return;
-  }
-  ADD_FAILURE() << "no rota::Error thrown";
-}
+using testing::expect_error;
 
 Tensor f64(const std::vector<double>& values, const Shape& shape) {
   return tensor_from(values, shape, DType::kF64);

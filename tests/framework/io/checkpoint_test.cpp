@@ -14,6 +14,7 @@
 #include "framework/optim/adam.h"
 #include "framework/tensor/random.h"
 #include "tests/framework/io/io_test_util.h"
+#include "tests/support/expect_error.h"
 
 namespace rota::io {
 namespace {
@@ -66,20 +67,6 @@ void expect_same(const Checkpoint& a, const Checkpoint& b) {
   EXPECT_EQ(a.extra_files, b.extra_files);
 }
 
-// Expects `f` to throw a rota::Error whose message contains every one of `parts`.
-template <typename F>
-void expect_error(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one mentioning " << parts.front();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const auto& part : parts) {
-      EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
-    }
-  }
-}
-
 TEST(Checkpoint, RoundTripAndDirectoryLayout) {
   TempDir run;
   const Checkpoint saved = sample_checkpoint(500);
@@ -107,8 +94,9 @@ TEST(Checkpoint, FreshRunHasNoLatest) {
   TempDir run;
   EXPECT_FALSE(find_latest(run.path()).has_value());
   EXPECT_TRUE(list_checkpoints(run.path()).empty());
-  expect_error([&] { resolve_checkpoint(run.path()); }, {"neither a checkpoint directory"});
-  expect_error([&] { resolve_checkpoint(run / "nope"); }, {"no such file"});
+  rota::testing::expect_error([&] { resolve_checkpoint(run.path()); },
+                              {"neither a checkpoint directory"});
+  rota::testing::expect_error([&] { resolve_checkpoint(run / "nope"); }, {"no such file"});
   EXPECT_EQ(checkpoint_dir_name(0), "step_000000");
   EXPECT_EQ(checkpoint_dir_name(12345678), "step_12345678");
 }
@@ -289,7 +277,7 @@ class CheckpointRefuses : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = save_checkpoint(run_.path(), sample_checkpoint(100)); }
   void load_expecting(const std::vector<std::string>& parts) {
-    expect_error([&] { load_checkpoint(dir_); }, parts);
+    rota::testing::expect_error([&] { load_checkpoint(dir_); }, parts);
   }
   TempDir run_;
   fs::path dir_;
@@ -329,7 +317,7 @@ TEST_F(CheckpointRefuses, EditedRecipeAndMissingFiles) {
   fs::remove(dir_ / "tokenizer.json");
   fs::remove(dir_ / "model.safetensors");
   load_expecting({"missing model.safetensors"});
-  expect_error([&] { load_checkpoint(run_ / "nope"); }, {"not a directory"});
+  rota::testing::expect_error([&] { load_checkpoint(run_ / "nope"); }, {"not a directory"});
 }
 
 TEST_F(CheckpointRefuses, FileFromAnotherCheckpoint) {
@@ -342,15 +330,16 @@ TEST_F(CheckpointRefuses, FileFromAnotherCheckpoint) {
 TEST_F(CheckpointRefuses, LatestPointingNowhere) {
   const fs::path latest = checkpoints_dir(run_.path()) / "latest";
   write_bytes(latest, "step_000900\n");
-  expect_error([&] { find_latest(run_.path()); }, {"latest", "step_000900", "does not exist"});
+  rota::testing::expect_error([&] { find_latest(run_.path()); },
+                              {"latest", "step_000900", "does not exist"});
   write_bytes(latest, "../../etc\n");
-  expect_error([&] { find_latest(run_.path()); },
-               {"latest", "expected the name of a step directory"});
+  rota::testing::expect_error([&] { find_latest(run_.path()); },
+                              {"latest", "expected the name of a step directory"});
   write_bytes(latest, "\n");
-  expect_error([&] { find_latest(run_.path()); }, {"latest"});
+  rota::testing::expect_error([&] { find_latest(run_.path()); }, {"latest"});
   fs::remove_all(dir_);
   write_bytes(latest, "step_000100\n");
-  expect_error([&] { find_latest(run_.path()); }, {"does not exist"});
+  rota::testing::expect_error([&] { find_latest(run_.path()); }, {"does not exist"});
 }
 
 TEST(Checkpoint, RefusesBadExtraFileNames) {

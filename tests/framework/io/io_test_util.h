@@ -1,7 +1,5 @@
-// Helpers for the io tests: a self-deleting temporary directory, raw file edits, a bitwise CRC.
+// Helpers for the io tests: raw file edits, a bitwise CRC (and the shared TempDir).
 #pragma once
-
-#include <stdlib.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -9,29 +7,11 @@
 #include <iterator>
 #include <string>
 
-#include <gtest/gtest.h>
+#include "tests/support/temp_dir.h"
 
 namespace rota::io::testing {
 
-/// A fresh directory under $TMPDIR (or /tmp), removed with everything in it at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/rota_io_test_XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using rota::testing::TempDir;
 
 inline std::string read_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

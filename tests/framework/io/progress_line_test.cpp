@@ -9,9 +9,10 @@
 
 #include <gtest/gtest.h>
 
-#include "framework/io/log.h"
 #include "framework/base/error.h"
+#include "framework/io/log.h"
 #include "tests/framework/io/io_test_util.h"
+#include "tests/support/expect_error.h"
 
 namespace rota::io {
 namespace {
@@ -40,6 +41,18 @@ class Capture {
   std::FILE* file_;
 };
 
+// Options for `total_steps` steps written to `out`, plain or redrawn (`terminal`), timed by a
+// fake clock that reads `now`.
+ProgressOptions fake_clock_options(int64_t total_steps, std::FILE* out, bool terminal,
+                                   const double& now) {
+  ProgressOptions options;
+  options.total_steps = total_steps;
+  options.out = out;
+  options.terminal = terminal;
+  options.clock = [&now] { return now; };
+  return options;
+}
+
 size_t count(const std::string& text, const std::string& needle) {
   size_t n = 0;
   for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
@@ -63,12 +76,8 @@ TEST(Formatting, DurationsCountsAndSmallNumbers) {
 
 TEST(ProgressLine, SmoothedValuesMatchADoubleReference) {
   double now = 0;
-  ProgressOptions options;
-  options.total_steps = 100;
-  options.out = nullptr;
-  options.terminal = false;
+  ProgressOptions options = fake_clock_options(100, nullptr, false, now);
   options.smoothing = 0.9;
-  options.clock = [&now] { return now; };
   ProgressLine progress(options);
   EXPECT_TRUE(std::isnan(progress.smoothed_loss()));
 
@@ -104,12 +113,8 @@ TEST(ProgressLine, PlainLinesEveryNStepsWhenNotATerminal) {
   Capture out;
   std::vector<std::string> logged;
   double now = 0;
-  ProgressOptions options;
-  options.total_steps = 25;
+  ProgressOptions options = fake_clock_options(25, out.file(), false, now);
   options.log_every = 10;
-  options.out = out.file();
-  options.terminal = false;
-  options.clock = [&now] { return now; };
   options.on_log_step = [&logged](const std::string& line) { logged.push_back(line); };
   {
     ProgressLine progress(options);
@@ -131,13 +136,8 @@ TEST(ProgressLine, PlainLinesEveryNStepsWhenNotATerminal) {
 TEST(ProgressLine, TerminalRedrawsAtMostTenTimesPerSecond) {
   Capture out;
   double now = 0;
-  ProgressOptions options;
-  options.total_steps = 1000;
-  options.out = out.file();
-  options.terminal = true;
-  options.clock = [&now] { return now; };
   {
-    ProgressLine progress(options);
+    ProgressLine progress(fake_clock_options(1000, out.file(), true, now));
     for (int step = 1; step <= 1000; ++step) {  // 1000 steps of 2 ms: 2 seconds
       now += 0.002;
       progress.update({step, 1.0, 1e-3, 1.0, 100});
@@ -156,13 +156,8 @@ TEST(ProgressLine, LogLinesAppearAboveTheLiveLine) {
   Capture out, console;
   set_log_console(console.file());
   double now = 0;
-  ProgressOptions options;
-  options.total_steps = 10;
-  options.out = out.file();
-  options.terminal = true;
-  options.clock = [&now] { return now; };
   {
-    ProgressLine progress(options);
+    ProgressLine progress(fake_clock_options(10, out.file(), true, now));
     now += 1;
     progress.update({1, 1.0, 1e-3, 1.0, 100});
     log_info("evaluating");
@@ -185,12 +180,7 @@ TEST(Log, LevelsFromNamesAndTheEnvironment) {
   init_logging_from_env();
   EXPECT_EQ(log_level(), LogLevel::kError);
   ::setenv("ROTA_LOG_LEVEL", "verbose", 1);
-  try {
-    init_logging_from_env();
-    ADD_FAILURE();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("ROTA_LOG_LEVEL"), std::string::npos);
-  }
+  rota::testing::expect_error([&] { init_logging_from_env(); }, "ROTA_LOG_LEVEL");
   ::unsetenv("ROTA_LOG_LEVEL");
   init_logging_from_env();  // unset: unchanged
   EXPECT_EQ(log_level(), LogLevel::kError);

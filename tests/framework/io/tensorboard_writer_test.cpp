@@ -8,10 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include "framework/base/error.h"
 #include "framework/io/tensorboard_event.pb.h"
 #include "framework/io/tfrecord.h"
-#include "framework/base/error.h"
 #include "tests/framework/io/io_test_util.h"
+#include "tests/support/expect_error.h"
 
 namespace rota::io {
 namespace {
@@ -56,14 +57,13 @@ TEST(TfRecord, ReaderRefusesTruncationAndCorruption) {
     corrupted[i] ^= 0x01;
     EXPECT_THROW(parse_tfrecords(corrupted, "f"), Error) << "byte " << i;
   }
-  try {
-    std::string corrupted = stream;
-    corrupted[30] ^= 0x01;
-    parse_tfrecords(corrupted, "events.x");
-    ADD_FAILURE();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("events.x: record 1"), std::string::npos) << e.what();
-  }
+  rota::testing::expect_error(
+      [&] {
+        std::string corrupted = stream;
+        corrupted[30] ^= 0x01;
+        parse_tfrecords(corrupted, "events.x");
+      },
+      "events.x: record 1");
 }
 
 TEST(TensorBoardWriter, WritesVersionRecordThenScalarEvents) {

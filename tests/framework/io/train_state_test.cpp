@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/framework/io/io_test_util.h"
+#include "tests/support/expect_error.h"
 
 namespace rota::io {
 namespace {
@@ -97,16 +98,13 @@ TEST(TrainState, RefusesEveryTruncationAndEveryFlippedByte) {
     corrupted[i] ^= 0x10;
     EXPECT_THROW(decode_train_state(corrupted, "state.binpb"), Error) << "byte " << i;
   }
-  try {
-    std::string corrupted = bytes;
-    corrupted[3] ^= 0x01;
-    decode_train_state(corrupted, "/run/checkpoints/step_000500/state.binpb");
-    ADD_FAILURE();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find("/run/checkpoints/step_000500/state.binpb"), std::string::npos);
-    EXPECT_NE(message.find("checksum mismatch"), std::string::npos) << message;
-  }
+  rota::testing::expect_error(
+      [&] {
+        std::string corrupted = bytes;
+        corrupted[3] ^= 0x01;
+        decode_train_state(corrupted, "/run/checkpoints/step_000500/state.binpb");
+      },
+      {"/run/checkpoints/step_000500/state.binpb", "checksum mismatch"});
 }
 
 TEST(TrainState, RefusesNewerVersions) {
@@ -121,12 +119,7 @@ TEST(TrainState, RefusesNewerVersions) {
   const uint32_t crc = testing::bitwise_crc32c(body);
   body.push_back(static_cast<char>((15 << 3) | 5));
   for (int i = 0; i < 4; ++i) body.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
-  try {
-    decode_train_state(body, "s");
-    ADD_FAILURE();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
-  }
+  rota::testing::expect_error([&] { decode_train_state(body, "s"); }, "newer");
 }
 
 }  // namespace

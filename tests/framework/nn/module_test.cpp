@@ -9,11 +9,13 @@
 
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
+#include "tests/support/expect_error.h"
 
 namespace rota::nn {
 namespace {
 
 using rota::testing::allclose;
+using rota::testing::expect_error;
 
 /// A leaf layer: weight [out, in] and bias [out].
 class TinyLinear : public Module {
@@ -70,21 +72,6 @@ std::vector<std::string> names_of(const auto& named) {
   std::vector<std::string> names;
   for (const auto& entry : named) names.push_back(entry.first);
   return names;
-}
-
-/// Runs f, expects a rota::Error whose message contains every piece.
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& pieces) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const auto& piece : pieces) {
-      EXPECT_NE(message.find(piece), std::string::npos)
-          << "message '" << message << "' lacks '" << piece << "'";
-    }
-    return;
-  }
-  ADD_FAILURE() << "expected rota::Error";
 }
 
 TEST(ModuleBase, NamedParametersAreDepthFirstInRegistrationOrder) {

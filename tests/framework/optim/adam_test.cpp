@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "framework/tensor/random.h"
+#include "tests/framework/optim/reference_steps.h"
 #include "tests/support/allclose.h"
 
 namespace rota::optim {
@@ -50,14 +51,12 @@ struct AdamCase {
 
 std::vector<AdamCase> adam_cases() {
   auto make = [](double lr, double wd, double b1, double b2, double eps, bool decoupled) {
-    AdamOptions o;
-    o.lr = lr;
-    o.weight_decay = wd;
-    o.beta1 = b1;
-    o.beta2 = b2;
-    o.eps = eps;
-    o.decoupled_weight_decay = decoupled;
-    return o;
+    return AdamOptions{.lr = lr,
+                       .weight_decay = wd,
+                       .beta1 = b1,
+                       .beta2 = b2,
+                       .eps = eps,
+                       .decoupled_weight_decay = decoupled};
   };
   return {
       {"adam_defaults", make(1e-3, 0, 0.9, 0.999, 1e-8, false)},
@@ -78,16 +77,8 @@ void run_against_reference(const AdamOptions& o, const Shape& shape, DType dtype
   Adam opt({param}, o);
   ReferenceAdam ref{o.lr,  o.weight_decay,           o.beta1, o.beta2,
                     o.eps, o.decoupled_weight_decay, {},      {}};
-  std::vector<double> expected = init.to_double_vector();
-  for (int step = 1; step <= 5; ++step) {
-    const Tensor grad = randn(shape, gen, 0.0, 1.0, dtype);
-    param.set_grad(grad);
-    opt.step();
-    ref.step(expected, grad.to_double_vector());
-    ASSERT_TRUE(
-        allclose(param.data(), tensor_from(expected, shape, DType::kF64).to(dtype), rtol, atol))
-        << "after step " << step;
-  }
+  testing::expect_steps_match_reference(opt, param, ref, init.to_double_vector(), gen, 5, rtol,
+                                        atol);
 }
 
 TEST_P(AdamMatchesReference, F64Small) {
@@ -104,11 +95,7 @@ INSTANTIATE_TEST_SUITE_P(Adam, AdamMatchesReference, ::testing::ValuesIn(adam_ca
                          [](const auto& info) { return info.param.name; });
 
 AdamOptions options(double lr, double wd, bool decoupled) {
-  AdamOptions o;
-  o.lr = lr;
-  o.weight_decay = wd;
-  o.decoupled_weight_decay = decoupled;
-  return o;
+  return {.lr = lr, .weight_decay = wd, .decoupled_weight_decay = decoupled};
 }
 
 TEST(Adam, BiasCorrectionAtStepOneAndThree) {

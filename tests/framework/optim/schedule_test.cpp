@@ -18,14 +18,12 @@ constexpr double kPi = 3.14159265358979323846;
 
 ScheduleOptions make_options(ScheduleName name, double lr, double min_lr, int64_t warmup,
                              double start_factor, int64_t total) {
-  ScheduleOptions o;
-  o.name = name;
-  o.lr = lr;
-  o.min_lr = min_lr;
-  o.warmup_steps = warmup;
-  o.warmup_start_factor = start_factor;
-  o.total_steps = total;
-  return o;
+  return {.name = name,
+          .lr = lr,
+          .min_lr = min_lr,
+          .warmup_steps = warmup,
+          .warmup_start_factor = start_factor,
+          .total_steps = total};
 }
 
 /// The documented formula, written independently of the implementation.

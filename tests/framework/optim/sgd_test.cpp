@@ -9,12 +9,15 @@
 #include <gtest/gtest.h>
 
 #include "framework/tensor/random.h"
+#include "tests/framework/optim/reference_steps.h"
 #include "tests/support/allclose.h"
+#include "tests/support/expect_error.h"
 
 namespace rota::optim {
 namespace {
 
 using rota::testing::allclose;
+using rota::testing::expect_error;
 
 /// torch.optim.SGD written out in doubles, one parameter at a time.
 struct ReferenceSgd {
@@ -73,16 +76,8 @@ void run_against_reference(const SgdOptions& options, const Shape& shape, DType 
   SGD opt({param}, options);
   ReferenceSgd ref{options.lr,        options.weight_decay, options.momentum,
                    options.dampening, options.nesterov,     {}};
-  std::vector<double> expected = init.to(dtype).to_double_vector();
-  for (int step = 0; step < 4; ++step) {
-    const Tensor grad = randn(shape, gen, 0.0, 1.0, dtype);
-    param.set_grad(grad);
-    opt.step();
-    ref.step(expected, grad.to_double_vector());
-    ASSERT_TRUE(
-        allclose(param.data(), tensor_from(expected, shape, DType::kF64).to(dtype), rtol, atol))
-        << "after step " << step + 1;
-  }
+  ASSERT_NO_FATAL_FAILURE(testing::expect_steps_match_reference(
+      opt, param, ref, init.to(dtype).to_double_vector(), gen, 4, rtol, atol));
   EXPECT_EQ(opt.step_count(), 4);
 }
 
@@ -225,21 +220,6 @@ TEST(Sgd, StateRoundTripContinuesIdentically) {
   first.step();
   second.step();
   EXPECT_TRUE(allclose(w2.data(), w.data(), 0, 0));
-}
-
-/// Runs f, expects a rota::Error whose message contains every piece.
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& pieces) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const auto& piece : pieces) {
-      EXPECT_NE(message.find(piece), std::string::npos)
-          << "message '" << message << "' lacks '" << piece << "'";
-    }
-    return;
-  }
-  ADD_FAILURE() << "expected rota::Error";
 }
 
 TEST(Sgd, LoadStateErrorsNameTheEntry) {

@@ -1,7 +1,7 @@
 // DType sizes and names, and bf16 conversion checked against an independent rounding model.
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -13,18 +13,6 @@
 
 namespace rota {
 namespace {
-
-float float_from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
-
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return u;
-}
 
 bool bf16_is_nan(uint16_t b) {
   return (b & 0x7f80u) == 0x7f80u && (b & 0x007fu) != 0;
@@ -129,9 +117,9 @@ TEST(BF16, HandPickedBitPatterns) {
       {0x00000001, 0x0000, "smallest f32 denormal rounds to zero"},
   };
   for (const auto& c : cases) {
-    EXPECT_EQ(float_to_bf16(float_from_bits(c.f32)).bits, c.bf16)
+    EXPECT_EQ(float_to_bf16(std::bit_cast<float>(c.f32)).bits, c.bf16)
         << c.why << " (0x" << std::hex << c.f32 << ")";
-    EXPECT_EQ(reference_to_bf16(float_from_bits(c.f32)), c.bf16) << "reference: " << c.why;
+    EXPECT_EQ(reference_to_bf16(std::bit_cast<float>(c.f32)), c.bf16) << "reference: " << c.why;
   }
 }
 
@@ -139,8 +127,8 @@ TEST(BF16, NaNStaysNaN) {
   const uint32_t nans[] = {0x7fc00000, 0xffc00000, 0x7f800001, 0xff800001, 0x7f80ffff,
                            0x7fffffff, 0xffffffff, 0x7fbfffff, 0x7f808000};
   for (uint32_t u : nans) {
-    ASSERT_TRUE(std::isnan(float_from_bits(u)));
-    const uint16_t b = float_to_bf16(float_from_bits(u)).bits;
+    ASSERT_TRUE(std::isnan(std::bit_cast<float>(u)));
+    const uint16_t b = float_to_bf16(std::bit_cast<float>(u)).bits;
     EXPECT_TRUE(bf16_is_nan(b)) << std::hex << u << " -> " << b;
     EXPECT_EQ(b & 0x8000u, (u >> 16) & 0x8000u) << "sign kept for " << std::hex << u;
     EXPECT_TRUE(std::isnan(bf16_to_float(BF16{b})));
@@ -162,7 +150,7 @@ TEST(BF16, EveryHighHalfAgainstReference) {
                              static_cast<uint32_t>(gen.next_u64() & 0xffff)};
     for (uint32_t lo : lows) {
       const uint32_t u = (hi << 16) | lo;
-      const float f = float_from_bits(u);
+      const float f = std::bit_cast<float>(u);
       const uint16_t got = float_to_bf16(f).bits;
       if (std::isnan(f)) {
         ASSERT_TRUE(bf16_is_nan(got)) << std::hex << u;
@@ -178,7 +166,7 @@ TEST(BF16, EveryHighHalfAgainstReference) {
 TEST(BF16, ToFloatIsExactAndRoundTrips) {
   for (uint32_t b = 0; b < 0x10000u; ++b) {
     const float f = bf16_to_float(BF16{static_cast<uint16_t>(b)});
-    EXPECT_EQ(bits_of(f), b << 16);
+    EXPECT_EQ(std::bit_cast<uint32_t>(f), b << 16);
     if (bf16_is_nan(static_cast<uint16_t>(b))) continue;
     // Compare bit patterns (not values): -0 and denormals must survive too.
     ASSERT_EQ(float_to_bf16(f).bits, b);

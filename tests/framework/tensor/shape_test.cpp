@@ -7,23 +7,12 @@
 
 #include "framework/base/error.h"
 #include "framework/tensor/shape.h"
+#include "tests/support/expect_error.h"
 
 namespace rota {
 namespace {
 
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const auto& part : parts) {
-      EXPECT_NE(message.find(part), std::string::npos)
-          << "message '" << message << "' lacks '" << part << "'";
-    }
-    return;
-  }
-  ADD_FAILURE() << "no rota::Error thrown";
-}
+using testing::expect_error;
 
 TEST(Shape, NumelAndString) {
   EXPECT_EQ(shape_numel({}), 1);

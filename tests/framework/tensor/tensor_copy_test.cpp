@@ -9,29 +9,14 @@
 #include <gtest/gtest.h>
 
 #include "framework/tensor/tensor.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/tensor_factory.h"
 
 namespace rota {
 namespace {
 
-Tensor iota(const Shape& shape, DType dtype = DType::kF64) {
-  std::vector<double> values(shape_numel(shape));
-  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i);
-  return tensor_from(values, shape, dtype);
-}
-
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const auto& part : parts) {
-      EXPECT_NE(message.find(part), std::string::npos)
-          << "message '" << message << "' lacks '" << part << "'";
-    }
-    return;
-  }
-  ADD_FAILURE() << "no rota::Error thrown";
-}
+using testing::expect_error;
+using testing::iota;
 
 bool same_storage(const Tensor& a, const Tensor& b) {
   return a.storage() == b.storage();

@@ -8,24 +8,16 @@
 
 #include "framework/tensor/random.h"
 #include "framework/tensor/tensor.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/index_math.h"
+#include "tests/support/tensor_factory.h"
 
 namespace rota {
 namespace {
 
-// Calls f(index) for every multi-index of `shape` in row-major order (independent of
-// strided_loop.h so the tests do not check the library against itself).
-void for_each_index(const Shape& shape, const std::function<void(const std::vector<int64_t>&)>& f) {
-  for (int64_t d : shape) {
-    if (d == 0) return;
-  }
-  std::vector<int64_t> index(shape.size(), 0);
-  while (true) {
-    f(index);
-    int64_t d = static_cast<int64_t>(shape.size()) - 1;
-    while (d >= 0 && ++index[d] == shape[d]) index[d--] = 0;
-    if (d < 0) return;
-  }
-}
+using testing::expect_error;
+using testing::for_each_index;
+using testing::iota;
 
 // Asserts t has `shape` and t[index] == expected(index) for every index.
 void expect_elements(const Tensor& t, const Shape& shape,
@@ -34,28 +26,6 @@ void expect_elements(const Tensor& t, const Shape& shape,
   for_each_index(shape, [&](const std::vector<int64_t>& index) {
     EXPECT_EQ(t.at(index), expected(index)) << "at " << shape_str(index);
   });
-}
-
-// 0, 1, 2, ... as f64 (exact), viewed as `shape`.
-Tensor iota(const Shape& shape, DType dtype = DType::kF64) {
-  std::vector<double> values(shape_numel(shape));
-  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i);
-  return tensor_from(values, shape, dtype);
-}
-
-// Runs f, expecting rota::Error whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const auto& part : parts) {
-      EXPECT_NE(message.find(part), std::string::npos)
-          << "message '" << message << "' lacks '" << part << "'";
-    }
-    return;
-  }
-  ADD_FAILURE() << "no rota::Error thrown";
 }
 
 bool same_storage(const Tensor& a, const Tensor& b) {

@@ -29,9 +29,16 @@
 #include "framework/optim/adam.h"
 #include "framework/tensor/random.h"
 #include "framework/train/stop_signal.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/run_metrics.h"
+#include "tests/support/temp_dir.h"
 
 namespace rota {
 namespace {
+
+using testing::expect_error;
+using testing::memory_temp_base;
+using testing::metrics_lines;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -171,16 +178,6 @@ train::TrainerOptions quiet_options(const fs::path& run_dir, int64_t total_steps
   return options;
 }
 
-std::vector<json> read_metrics(const fs::path& run_dir, const std::string& split) {
-  std::vector<json> lines;
-  std::ifstream in(run_dir / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    json record = json::parse(line);
-    if (record.at("split") == split) lines.push_back(record);
-  }
-  return lines;
-}
-
 std::vector<int64_t> steps_of(const std::vector<json>& lines) {
   std::vector<int64_t> steps;
   for (const json& line : lines) steps.push_back(line.at("step").get<int64_t>());
@@ -223,33 +220,6 @@ void expect_bitwise_equal(const Items& actual, const Items& expected) {
   }
 }
 
-// A fresh directory for the runs of one test, removed with everything in it at scope exit.
-// On tmpfs (/dev/shm) when there is one: checkpoints fsync every file, which on a busy disk
-// costs seconds and is not what these tests are about (tests/io covers the writes).
-class ScratchDir {
- public:
-  ScratchDir() {
-    const char* tmpdir = std::getenv("TMPDIR");
-    const std::string base = fs::is_directory("/dev/shm") ? "/dev/shm"
-                             : tmpdir != nullptr          ? tmpdir
-                                                          : "/tmp";
-    std::string pattern = base + "/rota_trainer_test_XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed in " << base;
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
-
 class TrainerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -258,7 +228,9 @@ class TrainerTest : public ::testing::Test {
   }
   void TearDown() override { io::set_log_console(stderr); }
 
-  ScratchDir temp_;
+  // On tmpfs when there is one: checkpoints fsync every file, which on a busy disk costs seconds
+  // and is not what these tests are about (tests/io covers the writes).
+  testing::TempDir temp_{memory_temp_base()};
 };
 
 TEST_F(TrainerTest, LossFallsAndMetricsFollowTheirCadence) {
@@ -283,8 +255,8 @@ TEST_F(TrainerTest, LossFallsAndMetricsFollowTheirCadence) {
     if (step % log_every == 0 || step == total) expected_train.push_back(step);
     if (step % eval_every == 0 || step == total) expected_valid.push_back(step);
   }
-  const std::vector<json> train_lines = read_metrics(temp_.path(), "train");
-  const std::vector<json> valid_lines = read_metrics(temp_.path(), "valid");
+  const std::vector<json> train_lines = metrics_lines(temp_.path(), "train");
+  const std::vector<json> valid_lines = metrics_lines(temp_.path(), "valid");
   EXPECT_EQ(steps_of(train_lines), expected_train);
   EXPECT_EQ(steps_of(valid_lines), expected_valid);
   for (const json& line : train_lines) {
@@ -448,14 +420,7 @@ TEST_F(TrainerTest, UnknownBestMetricThrowsNamingTheKeys) {
   train::TrainerOptions options = quiet_options(temp_.path(), 3);
   options.best_metric = "f1";
   train::Trainer trainer(setup.task, setup.optimizer, *setup.schedule, options);
-  try {
-    trainer.run();
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find("'f1'"), std::string::npos) << message;
-    EXPECT_NE(message.find("loss, rmse"), std::string::npos) << message;
-  }
+  expect_error([&] { trainer.run(); }, {"'f1'", "loss, rmse"});
   io::set_log_file({});
 }
 
@@ -526,13 +491,13 @@ TEST_F(TrainerTest, ResumeIsBitExact) {
   EXPECT_EQ(resumed.task.dropout().state(), a.task.dropout().state());
   EXPECT_EQ(outcome_b.final_metrics, outcome_a.final_metrics);
 
-  const std::vector<json> train_a = read_metrics(dir_a, "train");
-  const std::vector<json> train_b = read_metrics(dir_b, "train");
+  const std::vector<json> train_a = metrics_lines(dir_a, "train");
+  const std::vector<json> train_b = metrics_lines(dir_b, "train");
   ASSERT_EQ(train_a.size(), static_cast<size_t>(total));
   EXPECT_EQ(without_timing(train_b), without_timing(train_a));
-  EXPECT_EQ(without_timing(read_metrics(dir_b, "valid")),
-            without_timing(read_metrics(dir_a, "valid")));
-  for (const json& line : read_metrics(dir_b, "train")) {
+  EXPECT_EQ(without_timing(metrics_lines(dir_b, "valid")),
+            without_timing(metrics_lines(dir_a, "valid")));
+  for (const json& line : metrics_lines(dir_b, "train")) {
     EXPECT_NE(line.at("loss").get<double>(), 999.0);
   }
 
@@ -605,7 +570,7 @@ TEST_P(TrainerSignalTest, SignalCheckpointsAndStopsCleanly) {
   const io::Checkpoint checkpoint = io::load_checkpoint(outcome.last_checkpoint);
   EXPECT_EQ(checkpoint.state.step(), signal_step);
   expect_bitwise_equal(checkpoint.model.items(), setup.task.model().state_dict().items());
-  EXPECT_EQ(steps_of(read_metrics(temp_.path(), "train")).back(), signal_step);
+  EXPECT_EQ(steps_of(metrics_lines(temp_.path(), "train")).back(), signal_step);
 
   // The handlers from before run() are back.
   EXPECT_TRUE(PreviousHandlers::installed(SIGINT));
@@ -767,14 +732,7 @@ TEST(MetricValue, ReturnsThePresentKeyAndNamesTheKeysWhenAbsent) {
   EXPECT_EQ(train::metric_value(metrics, "loss"), 1.5);
   EXPECT_EQ(train::metric_value(metrics, "accuracy"), 0.75);
   EXPECT_EQ(train::metric_value(metrics, "mcc"), -0.25);
-  try {
-    train::metric_value(metrics, "f1");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find("f1"), std::string::npos) << message;
-    EXPECT_NE(message.find("loss, accuracy, mcc"), std::string::npos) << message;
-  }
+  expect_error([&] { train::metric_value(metrics, "f1"); }, {"f1", "loss, accuracy, mcc"});
   EXPECT_THROW(train::metric_value({}, "loss"), Error);
 }
 

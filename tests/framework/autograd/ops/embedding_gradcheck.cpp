@@ -6,16 +6,18 @@
 #include <gtest/gtest.h>
 
 #include "framework/autograd/ops/embedding.h"
-#include "framework/backend/primitives/embedding.h"
 #include "framework/backend/cpu/parallel.h"
+#include "framework/backend/primitives/embedding.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/gradcheck.h"
 
 namespace rota {
 namespace {
 
 using testing::allclose;
+using testing::expect_error;
 using testing::gradcheck;
 
 // out[p, :] = weight[ids[p], :] as plain loops over the flattened ids.
@@ -139,15 +141,6 @@ TEST(Embedding, BackwardIsDeterministicAndParallel) {
   const Tensor expected = reference_embedding_backward<float>(ids, g, 50, 7);
   EXPECT_TRUE(allclose(two, expected, 0, 0));
   EXPECT_TRUE(allclose(one, expected, 0, 0));
-}
-
-void expect_error(const std::function<void()>& f, const std::string& message) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing: " << message;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-  }
 }
 
 TEST(Embedding, ErrorsNameTheOpTheIdAndV) {

@@ -10,13 +10,17 @@
 #include "framework/autograd/precision.h"
 #include "framework/base/error.h"
 #include "framework/tensor/random.h"
-#include "tests/support/allclose.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/fused_vs_composed.h"
 
 namespace rota {
 namespace {
 
 using backend::UnaryOp;
-using rota::testing::allclose;
+using testing::expect_error;
+using testing::expect_same_results;
+using testing::for_each_bf16_matmul_path;
+using testing::kFusedActivations;
 
 // y and the gradients of x, W1, b1, W2, b2 (undefined where not requested).
 std::vector<Tensor> run(bool fused, UnaryOp act, const std::vector<Tensor>& inputs,
@@ -31,8 +35,6 @@ std::vector<Tensor> run(bool fused, UnaryOp act, const std::vector<Tensor>& inpu
   return out;
 }
 
-const char* kNames[] = {"y", "dx", "dW1", "db1", "dW2", "db2"};
-
 void expect_identical(UnaryOp act, DType dtype, const std::vector<bool>& needs_grad,
                       const std::string& what) {
   Generator gen(29);
@@ -42,41 +44,26 @@ void expect_identical(UnaryOp act, DType dtype, const std::vector<bool>& needs_g
       randn({70}, gen, 0, 0.3, dtype), randn({18, 70}, gen, 0, 0.3, dtype),
       randn({18}, gen, 0, 0.3, dtype)};
   const Tensor seed = randn({2, 65, 18}, gen, 0, 1, dtype);
-  const std::vector<Tensor> a = run(true, act, inputs, needs_grad, seed);
-  const std::vector<Tensor> b = run(false, act, inputs, needs_grad, seed);
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_EQ(a[i].defined(), b[i].defined()) << what << " " << kNames[i];
-    if (!a[i].defined()) continue;
-    if (dtype == DType::kF64) {
-      EXPECT_TRUE(allclose(a[i], b[i], 1e-13, 1e-13)) << what << " " << kNames[i];
-    } else {
-      EXPECT_EQ(a[i].to_double_vector(), b[i].to_double_vector()) << what << " " << kNames[i];
-    }
-  }
+  expect_same_results(run(true, act, inputs, needs_grad, seed),
+                      run(false, act, inputs, needs_grad, seed),
+                      {"y", "dx", "dW1", "db1", "dW2", "db2"}, dtype, what);
 }
 
-const UnaryOp kActivations[] = {UnaryOp::kRelu, UnaryOp::kGeluErf, UnaryOp::kGeluTanh,
-                                UnaryOp::kSilu};
 const std::vector<bool> kAll(5, true);
 
 TEST(FeedForwardOp, F32AndF64MatchTheLayersOneByOne) {
-  for (UnaryOp act : kActivations) {
+  for (UnaryOp act : kFusedActivations) {
     expect_identical(act, DType::kF32, kAll, std::string("f32 ") + backend::unary_op_name(act));
     expect_identical(act, DType::kF64, kAll, std::string("f64 ") + backend::unary_op_name(act));
   }
 }
 
 TEST(FeedForwardOp, Bf16MatchesTheLayersOneByOneOnBothPaths) {
-  MatmulPrecisionGuard guard(MatmulPrecision::kBF16);
-  for (bool emulate : {false, true}) {
-    force_bf16_matmul_emulation(emulate);
-    for (UnaryOp act : kActivations) {
-      expect_identical(
-          act, DType::kF32, kAll,
-          std::string(emulate ? "bf16 portable " : "bf16 ") + backend::unary_op_name(act));
+  for_each_bf16_matmul_path([](const std::string& path) {
+    for (UnaryOp act : kFusedActivations) {
+      expect_identical(act, DType::kF32, kAll, path + backend::unary_op_name(act));
     }
-  }
-  force_bf16_matmul_emulation(false);
+  });
 }
 
 TEST(FeedForwardOp, PartialGradientsMatchToo) {
@@ -99,12 +86,11 @@ TEST(FeedForwardOp, RejectsBadShapesActivationsAndMissingBiases) {
   EXPECT_THROW(feed_forward(x, w1, b1, w2, b2, UnaryOp::kExp), Error);
   EXPECT_THROW(feed_forward(x, w1, Variable(), w2, b2, UnaryOp::kRelu), Error);
   EXPECT_THROW(feed_forward(x, w1, b1, Variable(randn({5, 7}, gen)), b2, UnaryOp::kRelu), Error);
-  try {
-    feed_forward(Variable(randn({3, 9}, gen)), w1, b1, w2, b2, UnaryOp::kRelu);
-    ADD_FAILURE() << "a wrong input width was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("feed_forward"), std::string::npos) << e.what();
-  }
+  expect_error(
+      [&] {
+        feed_forward(Variable(randn({3, 9}, gen)), w1, b1, w2, b2, UnaryOp::kRelu);
+      },
+      "feed_forward");
 }
 
 }  // namespace

@@ -9,50 +9,20 @@
 #include "framework/autograd/ops/indexing.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/index_math.h"
+#include "tests/support/tensor_factory.h"
 
 namespace rota {
 namespace {
 
 using testing::allclose;
+using testing::for_each_index;
 using testing::gradcheck;
-
-// Calls f(index) for every multi-index of `shape`, row-major.
-void for_each_index(const Shape& shape, const std::function<void(const std::vector<int64_t>&)>& f) {
-  if (shape_numel(shape) == 0) return;
-  std::vector<int64_t> index(shape.size(), 0);
-  for (int64_t n = 0; n < shape_numel(shape); ++n) {
-    f(index);
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-      if (++index[d] < shape[d]) break;
-      index[d] = 0;
-    }
-  }
-}
-
-void expect_error(const std::function<void()>& fn, const std::string& expected) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error containing: " << expected;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-  }
-}
-
-Tensor random_f64(const Shape& shape, uint64_t seed) {
-  Generator gen(seed);
-  return randn(shape, gen, 0.0, 1.0, DType::kF64);
-}
-
-// The same values as a fresh tensor of `shape`, stored with reversed dim order (non-contiguous).
-Tensor non_contiguous(const Shape& shape, uint64_t seed) {
-  std::vector<int64_t> reversed(shape.rbegin(), shape.rend());
-  std::vector<int64_t> order;
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) order.push_back(d);
-  const Tensor t = random_f64(reversed, seed).permute(order);
-  EXPECT_FALSE(t.is_contiguous());
-  return t;
-}
+using testing::non_contiguous;
+using testing::nonnegative_axis;
+using testing::random_tensor;
 
 Tensor random_index(const Shape& shape, int64_t n, uint64_t seed, DType dtype = DType::kI64) {
   Generator gen(seed);
@@ -84,8 +54,8 @@ class GatherTest : public ::testing::TestWithParam<GatherCase> {};
 
 TEST_P(GatherTest, ForwardMatchesLoop) {
   const GatherCase& c = GetParam();
-  const int64_t a = c.axis < 0 ? c.axis + static_cast<int64_t>(c.x_shape.size()) : c.axis;
-  const Tensor x = random_f64(c.x_shape, 1);
+  const int64_t a = nonnegative_axis(c.axis, c.x_shape);
+  const Tensor x = random_tensor(c.x_shape, 1);
   for (DType index_dtype : {DType::kI32, DType::kI64}) {
     const Tensor index = random_index(c.index_shape, c.index_range, 2, index_dtype);
     Tensor expected = zeros(c.index_shape, DType::kF64);
@@ -103,7 +73,7 @@ TEST_P(GatherTest, GradientMatchesFiniteDifferences) {
   for (DType index_dtype : {DType::kI32, DType::kI64}) {
     const Tensor index = random_index(c.index_shape, c.index_range, 3, index_dtype);
     const auto f = [&](const std::vector<Variable>& in) { return gather(in[0], c.axis, index); };
-    EXPECT_TRUE(gradcheck(f, {random_f64(c.x_shape, 4)}));
+    EXPECT_TRUE(gradcheck(f, {random_tensor(c.x_shape, 4)}));
     if (c.x_shape.size() > 1) {
       EXPECT_TRUE(gradcheck(f, {non_contiguous(c.x_shape, 5)}));
     }
@@ -127,7 +97,7 @@ TEST(Gather, RepeatedIndicesAccumulateExactly) {
 
 TEST(Gather, OutOfRangeIndexNamesOpValueAndSize) {
   const Variable x(zeros({2, 4}, DType::kF64), true);
-  expect_error(
+  testing::expect_error(
       [&] {
         gather(x, -1, tensor_from({0, 4}, {2, 1}, DType::kI64));
       },
@@ -155,9 +125,9 @@ class IndexSelectTest : public ::testing::TestWithParam<SelectCase> {};
 
 TEST_P(IndexSelectTest, ForwardMatchesLoop) {
   const SelectCase& c = GetParam();
-  const int64_t a = c.axis < 0 ? c.axis + static_cast<int64_t>(c.x_shape.size()) : c.axis;
+  const int64_t a = nonnegative_axis(c.axis, c.x_shape);
   const int64_t count = static_cast<int64_t>(c.index.size());
-  const Tensor x = random_f64(c.x_shape, 6);
+  const Tensor x = random_tensor(c.x_shape, 6);
   Shape out_shape = c.x_shape;
   out_shape[a] = count;
   Tensor expected = zeros(out_shape, DType::kF64);
@@ -181,13 +151,13 @@ TEST_P(IndexSelectTest, GradientMatchesFiniteDifferences) {
     };
     if (c.index.empty()) {
       // Nothing selected: the output is empty and the gradient is all zeros.
-      Variable x(random_f64(c.x_shape, 7), true);
+      Variable x(random_tensor(c.x_shape, 7), true);
       const Variable y = index_select(x, c.axis, index);
       y.backward(zeros(y.shape(), DType::kF64));
       EXPECT_TRUE(allclose(x.grad(), zeros(c.x_shape, DType::kF64), 0, 0));
       continue;
     }
-    EXPECT_TRUE(gradcheck(f, {random_f64(c.x_shape, 7)}));
+    EXPECT_TRUE(gradcheck(f, {random_tensor(c.x_shape, 7)}));
     if (c.x_shape.size() > 1) {
       EXPECT_TRUE(gradcheck(f, {non_contiguous(c.x_shape, 8)}));
     }
@@ -207,8 +177,8 @@ TEST(IndexSelect, RepeatedRowsAccumulateExactly) {
   y.backward(tensor_from({1, 2, 3, 4, 10, 20, 100, 200}, {4, 2}, DType::kF64));
   EXPECT_TRUE(
       allclose(table.grad(), tensor_from({3, 4, 0, 0, 111, 222}, {3, 2}, DType::kF64), 0, 0));
-  expect_error([&] { index_select(table, 0, tensor_from({3}, {1}, DType::kI32)); },
-               "index_select: index 3 is out of range for dim 0 of size 3");
+  testing::expect_error([&] { index_select(table, 0, tensor_from({3}, {1}, DType::kI32)); },
+                        "index_select: index 3 is out of range for dim 0 of size 3");
 }
 
 // ---- masked_fill ----
@@ -218,7 +188,7 @@ TEST(MaskedFill, ForwardAndGradientWithBroadcastMask) {
   for (const Shape& mask_shape : std::vector<Shape>{{3, 4, 2}, {4, 1}, {3, 1, 2}, {2}}) {
     for (DType mask_dtype : {DType::kI64, DType::kF32, DType::kBF16}) {
       const Tensor mask = random_index(mask_shape, 2, 9).to(mask_dtype);
-      const Tensor x = random_f64(x_shape, 10);
+      const Tensor x = random_tensor(x_shape, 10);
       const Tensor me = mask.expand(x_shape);
       Tensor expected = zeros(x_shape, DType::kF64);
       for_each_index(x_shape, [&](const std::vector<int64_t>& i) {
@@ -235,7 +205,7 @@ TEST(MaskedFill, ForwardAndGradientWithBroadcastMask) {
 }
 
 TEST(MaskedFill, GradientIsZeroWhereFilled) {
-  Variable x(random_f64({2, 3}, 12), true);
+  Variable x(random_tensor({2, 3}, 12), true);
   const Tensor mask = tensor_from({1, 0, 1}, {3}, DType::kI32);
   const Variable y = masked_fill(x, mask, -std::numeric_limits<double>::infinity());
   EXPECT_EQ(y.data().at({1, 0}), -std::numeric_limits<double>::infinity());
@@ -255,8 +225,8 @@ TEST(Where, ForwardAndGradientsWithThreeWayBroadcast) {
                                          {{2, 1, 4}, {3, 1}, {}},
                                          {{4}, {2, 3, 1}, {2, 1, 4}}}) {
     const Tensor cond = random_index(c.cond, 2, 13).to(DType::kF32);
-    const Tensor a = random_f64(c.a, 14);
-    const Tensor b = random_f64(c.b, 15);
+    const Tensor a = random_tensor(c.a, 14);
+    const Tensor b = random_tensor(c.b, 15);
     const Shape shape = broadcast_shapes(broadcast_shapes(c.cond, c.a, "t"), c.b, "t");
     const Tensor ce = cond.expand(shape);
     const Tensor ae = a.expand(shape);
@@ -272,7 +242,8 @@ TEST(Where, ForwardAndGradientsWithThreeWayBroadcast) {
   // Non-contiguous operands.
   const Tensor cond = random_index({3, 4}, 2, 16);
   const auto f = [&](const std::vector<Variable>& in) { return where(cond, in[0], in[1]); };
-  EXPECT_TRUE(gradcheck(f, {random_f64({4, 3}, 17).transpose(0, 1), non_contiguous({3, 4}, 18)}));
+  EXPECT_TRUE(
+      gradcheck(f, {random_tensor({4, 3}, 17).transpose(0, 1), non_contiguous({3, 4}, 18)}));
 }
 
 TEST(Where, GradientsSplitExactly) {
@@ -297,7 +268,7 @@ TEST(Where, GradientsSplitExactly) {
 TEST(Triangle, ForwardAndGradientBatchedNonSquare) {
   for (const Shape& shape : std::vector<Shape>{{4, 4}, {3, 5}, {2, 5, 3}, {2, 2, 3, 4}}) {
     for (int64_t k : {-2, -1, 0, 1, 3}) {
-      const Tensor x = random_f64(shape, 19);
+      const Tensor x = random_tensor(shape, 19);
       Tensor lower = zeros(shape, DType::kF64);
       Tensor upper = zeros(shape, DType::kF64);
       for_each_index(shape, [&](const std::vector<int64_t>& i) {
@@ -316,13 +287,13 @@ TEST(Triangle, ForwardAndGradientBatchedNonSquare) {
 }
 
 TEST(Triangle, GradientIsTheKeptTriangle) {
-  Variable x(random_f64({2, 3}, 21), true);
+  Variable x(random_tensor({2, 3}, 21), true);
   tril(x, -1).backward(ones({2, 3}, DType::kF64));
   EXPECT_TRUE(allclose(x.grad(), tensor_from({0, 0, 0, 1, 0, 0}, {2, 3}, DType::kF64), 0, 0));
 }
 
 TEST(IndexingOps, NoGraphWhenNothingNeedsGrad) {
-  const Variable x(random_f64({3, 3}, 22));
+  const Variable x(random_tensor({3, 3}, 22));
   const Tensor index = tensor_from({0, 2}, {2}, DType::kI64);
   EXPECT_FALSE(gather(x, 0, zeros({1, 3}, DType::kI64)).requires_grad());
   EXPECT_FALSE(index_select(x, 0, index).requires_grad());

@@ -8,16 +8,17 @@
 
 #include "framework/autograd/ops/elementwise.h"
 #include "framework/autograd/ops/matmul.h"
-#include "framework/autograd/precision.h"
 #include "framework/base/error.h"
 #include "framework/tensor/random.h"
-#include "tests/support/allclose.h"
+#include "tests/support/fused_vs_composed.h"
 
 namespace rota {
 namespace {
 
 using backend::UnaryOp;
-using rota::testing::allclose;
+using rota::testing::expect_same_results;
+using rota::testing::for_each_bf16_matmul_path;
+using rota::testing::kFusedActivations;
 
 Variable composed(const Variable& x, const Variable& w, const Variable& b, UnaryOp act) {
   const Variable h = linear(x, w, b);
@@ -42,8 +43,6 @@ std::vector<Tensor> run(bool fused, UnaryOp act, const std::vector<Tensor>& inpu
   return {y.data(), x.grad(), w.grad(), b.grad()};
 }
 
-const char* kNames[] = {"y", "dx", "dW", "db"};
-
 void expect_identical(UnaryOp act, DType dtype, const std::string& what) {
   Generator gen(17);
   // 150 rows: two full row chunks of 64 and a partial one; 70 outputs: tile edges.
@@ -51,39 +50,23 @@ void expect_identical(UnaryOp act, DType dtype, const std::string& what) {
                                       randn({70, 24}, gen, 0, 0.3, dtype),
                                       randn({70}, gen, 0, 0.3, dtype)};
   const Tensor seed = randn({3, 50, 70}, gen, 0, 1, dtype);
-  const std::vector<Tensor> a = run(true, act, inputs, seed);
-  const std::vector<Tensor> b = run(false, act, inputs, seed);
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_EQ(a[i].shape(), b[i].shape()) << what << " " << kNames[i];
-    if (dtype == DType::kF64) {
-      EXPECT_TRUE(allclose(a[i], b[i], 1e-13, 1e-13)) << what << " " << kNames[i];
-    } else {
-      EXPECT_EQ(a[i].to_double_vector(), b[i].to_double_vector()) << what << " " << kNames[i];
-    }
-  }
+  expect_same_results(run(true, act, inputs, seed), run(false, act, inputs, seed),
+                      {"y", "dx", "dW", "db"}, dtype, what);
 }
 
-const UnaryOp kActivations[] = {UnaryOp::kRelu, UnaryOp::kGeluErf, UnaryOp::kGeluTanh,
-                                UnaryOp::kSilu};
-
 TEST(LinearActivation, F32AndF64MatchTheComposedOps) {
-  for (UnaryOp act : kActivations) {
+  for (UnaryOp act : kFusedActivations) {
     expect_identical(act, DType::kF32, std::string("f32 ") + backend::unary_op_name(act));
     expect_identical(act, DType::kF64, std::string("f64 ") + backend::unary_op_name(act));
   }
 }
 
 TEST(LinearActivation, Bf16MatchesTheComposedOpsOnBothPaths) {
-  MatmulPrecisionGuard guard(MatmulPrecision::kBF16);
-  for (bool emulate : {false, true}) {
-    force_bf16_matmul_emulation(emulate);
-    for (UnaryOp act : kActivations) {
-      expect_identical(
-          act, DType::kF32,
-          std::string(emulate ? "bf16 portable " : "bf16 ") + backend::unary_op_name(act));
+  for_each_bf16_matmul_path([](const std::string& path) {
+    for (UnaryOp act : kFusedActivations) {
+      expect_identical(act, DType::kF32, path + backend::unary_op_name(act));
     }
-  }
-  force_bf16_matmul_emulation(false);
+  });
 }
 
 TEST(LinearActivation, OnlyRequestedGradientsAndNoGraphWithoutGrad) {

@@ -158,6 +158,20 @@ struct Sizes {
   int64_t rows = 4096, embed = 64, vocab = 64;
 };
 
+struct Inputs {
+  Variable hidden, weight;
+  Tensor targets;
+};
+
+// hidden [rows, embed] and weight [vocab, embed] of N(0, 1) f32 values (the weight requires
+// grad), targets in [0, vocab): drawn from Generator(seed) in that order.
+Inputs random_inputs(const Sizes& s, uint64_t seed, bool hidden_requires_grad) {
+  Generator gen(seed);
+  const Variable hidden(randn({s.rows, s.embed}, gen), hidden_requires_grad);
+  const Variable weight(randn({s.vocab, s.embed}, gen), true);
+  return {hidden, weight, randint({s.rows}, gen, 0, s.vocab, DType::kI64)};
+}
+
 // Peak tensor bytes allocated while computing the loss (not the backward).
 int64_t loss_peak_bytes(const Variable& hidden, const Variable& weight, const Tensor& targets) {
   const int64_t before = storage_stats().live_bytes;
@@ -168,10 +182,7 @@ int64_t loss_peak_bytes(const Variable& hidden, const Variable& weight, const Te
 
 TEST(LinearCrossEntropyOp, EvaluationComputesNoGradients) {
   const Sizes s;
-  Generator gen(5);
-  const Variable hidden(randn({s.rows, s.embed}, gen), true);
-  const Variable weight(randn({s.vocab, s.embed}, gen), true);
-  const Tensor targets = randint({s.rows}, gen, 0, s.vocab, DType::kI64);
+  const auto [hidden, weight, targets] = random_inputs(s, 5, true);
   const int64_t grad_hidden_bytes = s.rows * s.embed * 4;
   // With gradients: they are computed (and held) in the forward pass.
   EXPECT_GE(loss_peak_bytes(hidden, weight, targets), grad_hidden_bytes);
@@ -184,10 +195,7 @@ TEST(LinearCrossEntropyOp, EvaluationComputesNoGradients) {
 
 TEST(LinearCrossEntropyOp, OnlyInputsThatNeedGradientsGetThem) {
   const Sizes s;
-  Generator gen(6);
-  const Variable hidden(randn({s.rows, s.embed}, gen), false);
-  const Variable weight(randn({s.vocab, s.embed}, gen), true);
-  const Tensor targets = randint({s.rows}, gen, 0, s.vocab, DType::kI64);
+  const auto [hidden, weight, targets] = random_inputs(s, 6, false);
   // No [R, E] hidden gradient: the weight's [V, E] and one tile only.
   EXPECT_LT(loss_peak_bytes(hidden, weight, targets), s.rows * s.embed * 4 / 4);
   const Variable loss = linear_cross_entropy(hidden, weight, Variable(), targets);

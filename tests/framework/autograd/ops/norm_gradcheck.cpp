@@ -99,14 +99,21 @@ TEST_P(NormGradTest, FusedBackwardMatchesComposed) {
   }
 }
 
+// f64 inputs from Generator(seed): x ~ N(0.5, 1.5²), then the weight ~ N(1, 0.5²) when the
+// config has one, then the bias ~ N(0, 1) when `with_bias`.
+std::vector<Tensor> gradcheck_inputs(const Config& c, uint64_t seed, bool with_bias) {
+  const int64_t d = c.shape.back();
+  Generator gen(seed);
+  std::vector<Tensor> inputs{randn(c.shape, gen, 0.5, 1.5, DType::kF64)};
+  if (c.weight) inputs.push_back(randn({d}, gen, 1.0, 0.5, DType::kF64));
+  if (with_bias) inputs.push_back(randn({d}, gen, 0.0, 1.0, DType::kF64));
+  return inputs;
+}
+
 // Analytic gradients of every input against central differences in f64.
 TEST_P(NormGradTest, LayerNormGradcheck) {
   const Config& c = GetParam();
-  const int64_t d = c.shape.back();
-  Generator gen(32);
-  std::vector<Tensor> inputs{randn(c.shape, gen, 0.5, 1.5, DType::kF64)};
-  if (c.weight) inputs.push_back(randn({d}, gen, 1.0, 0.5, DType::kF64));
-  if (c.bias) inputs.push_back(randn({d}, gen, 0.0, 1.0, DType::kF64));
+  const std::vector<Tensor> inputs = gradcheck_inputs(c, 32, c.bias);
   const bool has_w = c.weight, has_b = c.bias;
   const auto f = [has_w, has_b](const std::vector<Variable>& in) {
     const Variable w = has_w ? in[1] : Variable();
@@ -118,10 +125,7 @@ TEST_P(NormGradTest, LayerNormGradcheck) {
 
 TEST_P(NormGradTest, RmsNormGradcheck) {
   const Config& c = GetParam();
-  const int64_t d = c.shape.back();
-  Generator gen(33);
-  std::vector<Tensor> inputs{randn(c.shape, gen, 0.5, 1.5, DType::kF64)};
-  if (c.weight) inputs.push_back(randn({d}, gen, 1.0, 0.5, DType::kF64));
+  const std::vector<Tensor> inputs = gradcheck_inputs(c, 33, false);
   const bool has_w = c.weight;
   const auto f = [has_w](const std::vector<Variable>& in) {
     return rms_norm(in[0], has_w ? in[1] : Variable(), 1e-6);

@@ -13,17 +13,14 @@
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/tensor_factory.h"
 
 namespace rota {
 namespace {
 
 using testing::allclose;
 using testing::gradcheck;
-
-Tensor random_f64(const Shape& shape, uint64_t seed) {
-  Generator gen(seed);
-  return randn(shape, gen, 0.0, 1.0, DType::kF64);
-}
+using testing::random_tensor;
 
 // Clipped bucket map (Shaw): relative row r ↦ clip(t_min + r, −K, K) − clip(t_min, −K, K).
 std::vector<int64_t> clip_map(int64_t n_q, int64_t n_k, int64_t offset, int64_t clip,
@@ -70,9 +67,9 @@ TEST_P(RelativeShiftGrad, ShiftGradient) {
   const auto f = [&](const std::vector<Variable>& in) {
     return relative_shift(in[0], c.n_k, map_);
   };
-  EXPECT_TRUE(gradcheck(f, {random_f64({2, 3, c.n_q, n_x_}, 1)}));
+  EXPECT_TRUE(gradcheck(f, {random_tensor({2, 3, c.n_q, n_x_}, 1)}));
   // Non-contiguous: stored as [2, n_x, 3, n_q].
-  const Tensor nc = random_f64({2, n_x_, 3, c.n_q}, 2).permute({0, 2, 3, 1});
+  const Tensor nc = random_tensor({2, n_x_, 3, c.n_q}, 2).permute({0, 2, 3, 1});
   ASSERT_FALSE(nc.is_contiguous());
   EXPECT_TRUE(gradcheck(f, {nc}));
 }
@@ -82,9 +79,9 @@ TEST_P(RelativeShiftGrad, UnshiftGradientAndForward) {
   const auto f = [&](const std::vector<Variable>& in) {
     return relative_unshift(in[0], n_x_, map_);
   };
-  EXPECT_TRUE(gradcheck(f, {random_f64({2, c.n_q, c.n_k}, 3)}));
+  EXPECT_TRUE(gradcheck(f, {random_tensor({2, c.n_q, c.n_k}, 3)}));
   // Forward: out[i, c(j − i + n_q − 1)] += s[i, j].
-  const Tensor s = random_f64({c.n_q, c.n_k}, 4);
+  const Tensor s = random_tensor({c.n_q, c.n_k}, 4);
   std::vector<double> expected(c.n_q * n_x_, 0.0);
   for (int64_t i = 0; i < c.n_q; ++i)
     for (int64_t j = 0; j < c.n_k; ++j) {
@@ -98,10 +95,10 @@ TEST_P(RelativeShiftGrad, UnshiftGradientAndForward) {
 TEST_P(RelativeShiftGrad, LogitsSharedAndPerHeadTables) {
   const ShiftCase& c = GetParam();
   const int64_t b = 2, h = 2, d = 3;
-  const Tensor q = random_f64({b, h, c.n_q, d}, 5);
+  const Tensor q = random_tensor({b, h, c.n_q, d}, 5);
   for (bool per_head : {false, true}) {
     const Shape rows_shape = per_head ? Shape{h, n_x_, d} : Shape{n_x_, d};
-    const Tensor rows = random_f64(rows_shape, 6);
+    const Tensor rows = random_tensor(rows_shape, 6);
     // Forward: a[b, h, i, j] = q_i · rows[c(j − i + n_q − 1)].
     const Tensor a = relative_logits(Variable(q), Variable(rows), c.n_k, map_).data();
     ASSERT_EQ(a.shape(), (Shape{b, h, c.n_q, c.n_k}));
@@ -132,16 +129,16 @@ INSTANTIATE_TEST_SUITE_P(Cases, RelativeShiftGrad, ::testing::ValuesIn(cases()),
                          });
 
 TEST(RelativeShiftGrad, NoGraphWhenNoGradientIsNeeded) {
-  const Variable x(random_f64({3, 6}, 7), false);
+  const Variable x(random_tensor({3, 6}, 7), false);
   const Variable s = relative_shift(x, 4);
   EXPECT_TRUE(s.is_leaf());
   EXPECT_FALSE(s.requires_grad());
 }
 
 TEST(RelativeShiftGrad, LogitsRejectMismatchedTables) {
-  const Variable q(random_f64({1, 2, 3, 4}, 8));
-  EXPECT_THROW(relative_logits(q, Variable(random_f64({5, 3}, 9)), 3), Error);     // D differs
-  EXPECT_THROW(relative_logits(q, Variable(random_f64({3, 5, 4}, 9)), 3), Error);  // H differs
+  const Variable q(random_tensor({1, 2, 3, 4}, 8));
+  EXPECT_THROW(relative_logits(q, Variable(random_tensor({5, 3}, 9)), 3), Error);     // D differs
+  EXPECT_THROW(relative_logits(q, Variable(random_tensor({3, 5, 4}, 9)), 3), Error);  // H differs
 }
 
 }  // namespace

@@ -9,26 +9,20 @@
 #include "framework/autograd/ops/shape.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/index_math.h"
+#include "tests/support/tensor_factory.h"
 
 namespace rota {
 namespace {
 
 using testing::allclose;
+using testing::expect_error;
+using testing::for_each_index;
 using testing::gradcheck;
-
-// Calls f(index) for every multi-index of `shape`, row-major.
-void for_each_index(const Shape& shape, const std::function<void(const std::vector<int64_t>&)>& f) {
-  if (shape_numel(shape) == 0) return;
-  std::vector<int64_t> index(shape.size(), 0);
-  for (int64_t n = 0; n < shape_numel(shape); ++n) {
-    f(index);
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-      if (++index[d] < shape[d]) break;
-      index[d] = 0;
-    }
-  }
-}
+using testing::non_contiguous;
+using testing::random_tensor;
 
 // Expected output of `shape` where element i is x.at(source(i)).
 Tensor map_elements(
@@ -37,15 +31,6 @@ Tensor map_elements(
   Tensor out = zeros(shape, DType::kF64);
   for_each_index(shape, [&](const std::vector<int64_t>& i) { out.set(i, x.at(source(i))); });
   return out;
-}
-
-void expect_error(const std::function<void()>& fn, const std::string& expected) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error containing: " << expected;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-  }
 }
 
 // Row-major flat position of a multi-index.
@@ -65,22 +50,10 @@ std::vector<int64_t> unflatten_index(int64_t flat, const Shape& shape) {
   return i;
 }
 
-Tensor random_f64(const Shape& shape, uint64_t seed) {
-  Generator gen(seed);
-  return randn(shape, gen, 0.0, 1.0, DType::kF64);
-}
-
-// A [a, b, c] tensor stored transposed, so every op sees non-contiguous strides.
-Tensor non_contiguous(const Shape& shape, uint64_t seed) {
-  const Tensor t = random_f64({shape[2], shape[1], shape[0]}, seed).permute({2, 1, 0});
-  EXPECT_FALSE(t.is_contiguous());
-  return t;
-}
-
 // ---- forward values ----
 
 TEST(ShapeOps, ReshapeViewFlattenKeepRowMajorOrder) {
-  const Tensor x = random_f64({2, 3, 4}, 1);
+  const Tensor x = random_tensor({2, 3, 4}, 1);
   const auto flat_source = [&](const Shape& out_shape) {
     return [&, out_shape](const std::vector<int64_t>& i) {
       return unflatten_index(flat_index(i, out_shape), x.shape());
@@ -110,7 +83,7 @@ TEST(ShapeOps, ReshapeViewFlattenKeepRowMajorOrder) {
 }
 
 TEST(ShapeOps, PermuteTransposeSliceNarrowMapIndices) {
-  const Tensor x = random_f64({3, 4, 5}, 2);
+  const Tensor x = random_tensor({3, 4, 5}, 2);
   const Variable v(x);
   EXPECT_TRUE(allclose(permute(v, {2, 0, 1}).data(),
                        map_elements(x, {5, 3, 4},
@@ -148,7 +121,7 @@ TEST(ShapeOps, PermuteTransposeSliceNarrowMapIndices) {
 }
 
 TEST(ShapeOps, ExpandSqueezeUnsqueeze) {
-  const Tensor x = random_f64({3, 1}, 3);
+  const Tensor x = random_tensor({3, 1}, 3);
   const Variable v(x);
   EXPECT_TRUE(allclose(expand(v, {2, 3, 4}).data(),
                        map_elements(x, {2, 3, 4},
@@ -166,7 +139,7 @@ TEST(ShapeOps, ExpandSqueezeUnsqueeze) {
 }
 
 TEST(ShapeOps, ViewsShareStorage) {
-  Tensor x = random_f64({4, 6}, 4);
+  Tensor x = random_tensor({4, 6}, 4);
   const Variable v(x);
   const std::vector<Variable> views = {
       reshape(v, {6, 4}), view(v, {2, 12}),
@@ -203,7 +176,7 @@ TEST(ShapeOps, ViewsShareStorage) {
 // ---- concat / split / chunk / stack ----
 
 TEST(JoinOps, ConcatSplitRoundTrip) {
-  const Tensor x = random_f64({3, 7, 2}, 5);
+  const Tensor x = random_tensor({3, 7, 2}, 5);
   for (int64_t axis : {1, -2}) {
     const std::vector<Variable> parts = split(Variable(x), {2, 0, 4, 1}, axis);
     ASSERT_EQ(parts.size(), 4u);
@@ -232,7 +205,7 @@ TEST(JoinOps, ConcatSplitRoundTrip) {
 }
 
 TEST(JoinOps, ChunkUnevenLastPiece) {
-  const Tensor x = random_f64({2, 7}, 6);
+  const Tensor x = random_tensor({2, 7}, 6);
   const auto sizes_of = [](const std::vector<Variable>& pieces) {
     std::vector<int64_t> sizes;
     for (const Variable& p : pieces) sizes.push_back(p.size(-1));
@@ -242,7 +215,8 @@ TEST(JoinOps, ChunkUnevenLastPiece) {
   EXPECT_EQ(sizes_of(chunk(Variable(x), 2, 1)), (std::vector<int64_t>{4, 3}));
   EXPECT_EQ(sizes_of(chunk(Variable(x), 7, 1)), (std::vector<int64_t>(7, 1)));
   EXPECT_EQ(sizes_of(chunk(Variable(x), 10, 1)), (std::vector<int64_t>(7, 1)));
-  EXPECT_EQ(sizes_of(chunk(Variable(random_f64({6}, 1)), 4, 0)), (std::vector<int64_t>{2, 2, 2}));
+  EXPECT_EQ(sizes_of(chunk(Variable(random_tensor({6}, 1)), 4, 0)),
+            (std::vector<int64_t>{2, 2, 2}));
   EXPECT_EQ(sizes_of(chunk(Variable(zeros({0})), 3, 0)), (std::vector<int64_t>{0, 0, 0}));
   const std::vector<Variable> pieces = chunk(Variable(x), 3, 1);
   EXPECT_TRUE(allclose(pieces[2].data(),
@@ -255,8 +229,8 @@ TEST(JoinOps, ChunkUnevenLastPiece) {
 }
 
 TEST(JoinOps, StackAddsANewDim) {
-  const Tensor a = random_f64({2, 3}, 7);
-  const Tensor b = random_f64({2, 3}, 8);
+  const Tensor a = random_tensor({2, 3}, 7);
+  const Tensor b = random_tensor({2, 3}, 8);
   for (int64_t axis : {0, 1, 2, -1, -3}) {
     const int64_t na = axis < 0 ? axis + 3 : axis;
     Shape shape = {2, 3};
@@ -327,7 +301,7 @@ class ShapeGradTest : public ::testing::TestWithParam<GradCase> {};
 TEST_P(ShapeGradTest, MatchesFiniteDifferences) {
   const GradCase& c = GetParam();
   const auto f = [&](const std::vector<Variable>& in) { return c.op(in[0]); };
-  EXPECT_TRUE(gradcheck(f, {random_f64(c.shape, 11)}));
+  EXPECT_TRUE(gradcheck(f, {random_tensor(c.shape, 11)}));
   EXPECT_TRUE(gradcheck(f, {non_contiguous(c.shape, 12)}));
 }
 
@@ -338,21 +312,21 @@ INSTANTIATE_TEST_SUITE_P(Ops, ShapeGradTest, ::testing::ValuesIn(grad_cases()),
 
 TEST(ShapeGrad, ViewOfContiguousInput) {
   const auto f = [](const std::vector<Variable>& in) { return view(in[0], {3, 8}); };
-  EXPECT_TRUE(gradcheck(f, {random_f64({2, 3, 4}, 13)}));
+  EXPECT_TRUE(gradcheck(f, {random_tensor({2, 3, 4}, 13)}));
   // Downstream transpose hands view's backward a non-contiguous gradient.
   const auto g = [](const std::vector<Variable>& in) {
     return contiguous(transpose(view(in[0], {6, 4}), 0, 1));
   };
-  EXPECT_TRUE(gradcheck(g, {random_f64({2, 3, 4}, 14)}));
+  EXPECT_TRUE(gradcheck(g, {random_tensor({2, 3, 4}, 14)}));
 }
 
 TEST(ShapeGrad, ConcatOfMixedInputs) {
   const auto f = [](const std::vector<Variable>& in) { return concat({in[0], in[1], in[2]}, -2); };
-  EXPECT_TRUE(gradcheck(
-      f, {random_f64({2, 3, 4}, 15), random_f64({2, 1, 4}, 16), non_contiguous({2, 2, 4}, 17)}));
+  EXPECT_TRUE(gradcheck(f, {random_tensor({2, 3, 4}, 15), random_tensor({2, 1, 4}, 16),
+                            non_contiguous({2, 2, 4}, 17)}));
   // An input that needs no gradient is skipped.
-  Variable a(random_f64({2, 3}, 18), true);
-  Variable b(random_f64({2, 2}, 19), false);
+  Variable a(random_tensor({2, 3}, 18), true);
+  Variable b(random_tensor({2, 2}, 19), false);
   concat({a, b}, 1).backward(ones({2, 5}, DType::kF64));
   EXPECT_TRUE(allclose(a.grad(), ones({2, 3}, DType::kF64)));
   EXPECT_FALSE(b.grad().defined());
@@ -364,16 +338,16 @@ TEST(ShapeGrad, SplitAndChunkWithUnusedOutputs) {
     const std::vector<Variable> parts = split(in[0], {1, 2, 2}, -1);
     return parts[0] * parts[0] + narrow(parts[2], -1, 1, 1);
   };
-  EXPECT_TRUE(gradcheck(f, {random_f64({3, 2, 5}, 20)}));
+  EXPECT_TRUE(gradcheck(f, {random_tensor({3, 2, 5}, 20)}));
   EXPECT_TRUE(gradcheck(f, {non_contiguous({3, 2, 5}, 21)}));
   const auto g = [](const std::vector<Variable>& in) {
     const std::vector<Variable> parts = chunk(in[0], 3, 0);  // 7 -> 3, 3, 1
     return concat({parts[2] * parts[2], parts[0]}, 0);
   };
-  EXPECT_TRUE(gradcheck(g, {random_f64({7, 2, 3}, 22)}));
+  EXPECT_TRUE(gradcheck(g, {random_tensor({7, 2, 3}, 22)}));
   EXPECT_TRUE(gradcheck(g, {non_contiguous({7, 2, 3}, 23)}));
   // Exact: the gradient of split's unused piece is zero, of the used one the seed.
-  Variable x(random_f64({4, 3}, 24), true);
+  Variable x(random_tensor({4, 3}, 24), true);
   const std::vector<Variable> pieces = chunk(x, 2, 0);
   pieces[1].backward(full({2, 3}, 2.0, DType::kF64));
   Tensor expected = zeros({4, 3}, DType::kF64);
@@ -385,7 +359,7 @@ TEST(ShapeGrad, SplitAndChunkWithUnusedOutputs) {
 
 TEST(ShapeGrad, StackAndRoundTrips) {
   const auto f = [](const std::vector<Variable>& in) { return stack({in[0], in[1], in[0]}, -2); };
-  EXPECT_TRUE(gradcheck(f, {random_f64({2, 3}, 25), random_f64({3, 2}, 26).transpose(0, 1)}));
+  EXPECT_TRUE(gradcheck(f, {random_tensor({2, 3}, 25), random_tensor({3, 2}, 26).transpose(0, 1)}));
   const auto g = [](const std::vector<Variable>& in) {
     return concat(split(in[0], {2, 1, 3}, 1), 1) * in[0];
   };
@@ -393,7 +367,7 @@ TEST(ShapeGrad, StackAndRoundTrips) {
 }
 
 TEST(ShapeGrad, NoGraphWhenNothingNeedsGrad) {
-  const Variable x(random_f64({2, 3}, 28));
+  const Variable x(random_tensor({2, 3}, 28));
   EXPECT_FALSE(transpose(x, 0, 1).requires_grad());
   EXPECT_FALSE(concat({x, x}, 0).requires_grad());
   for (const Variable& p : split(x, {1, 1}, 0)) EXPECT_FALSE(p.requires_grad());

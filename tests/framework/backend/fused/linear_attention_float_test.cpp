@@ -7,15 +7,17 @@
 
 #include <gtest/gtest.h>
 
-#include "framework/backend/fused/linear_attention.h"
 #include "framework/backend/cpu/vector_math.h"
+#include "framework/backend/fused/linear_attention.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
+#include "tests/support/tensor_factory.h"
 
 namespace rota {
 namespace {
 
 using rota::testing::max_relative_error;
+using rota::testing::random_qkv;
 
 // Bound on ‖f32 − f64‖∞ / ‖f64‖∞: a wrong mask, block edge or decay power gives O(1), f32
 // rounding of sums of ≤ a few thousand products stays near 1e-6.
@@ -36,9 +38,7 @@ class CausalFloat : public ::testing::TestWithParam<FloatCase> {};
 TEST_P(CausalFloat, ForwardAndBackwardMatchDouble) {
   const FloatCase c = GetParam();
   Generator gen(c.n * 7 + c.chunk);
-  const Tensor q = randn({c.b, c.h, c.n, c.f}, gen, 0, 1, DType::kF64);
-  const Tensor k = randn({c.b, c.h, c.n, c.f}, gen, 0, 1, DType::kF64);
-  const Tensor v = randn({c.b, c.h, c.n, c.d}, gen, 0, 1, DType::kF64);
+  const auto [q, k, v] = random_qkv(gen, c.b, c.h, c.n, c.f, c.d);
   const Tensor g = randn({c.b, c.h, c.n, c.d}, gen, 0, 1, DType::kF64);
   Tensor decay64, decay32;
   if (c.decay) {
@@ -80,9 +80,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(BidirectionalFloat, ForwardAndBackwardMatchDoubleWithAndWithoutMask) {
   Generator gen(31);
   const int64_t b = 2, h = 3, n = 301, f = 24, d = 40;
-  const Tensor q = randn({b, h, n, f}, gen, 0, 1, DType::kF32);
-  const Tensor k = randn({b, h, n, f}, gen, 0, 1, DType::kF32);
-  const Tensor v = randn({b, h, n, d}, gen, 0, 1, DType::kF32);
+  const auto [q, k, v] = random_qkv(gen, b, h, n, f, d, DType::kF32);
   const Tensor g = randn({b, h, n, d}, gen, 0, 1, DType::kF32);
   std::vector<double> mask(b * n, 1.0);
   for (int64_t t = 250; t < n; ++t) mask[t] = 0.0;  // first sequence padded at the end
@@ -108,9 +106,7 @@ TEST(BidirectionalFloat, NonFinitePaddedKeysStayOut) {
   // the gradients of real positions must not see them.
   Generator gen(32);
   const int64_t n = 20, f = 8, d = 8;
-  const Tensor q = randn({1, 1, n, f}, gen, 0, 1, DType::kF32);
-  Tensor k = randn({1, 1, n, f}, gen, 0, 1, DType::kF32);
-  Tensor v = randn({1, 1, n, d}, gen, 0, 1, DType::kF32);
+  auto [q, k, v] = random_qkv(gen, 1, 1, n, f, d, DType::kF32);
   const Tensor g = randn({1, 1, n, d}, gen, 0, 1, DType::kF32);
   std::vector<double> mask(n, 1.0);
   mask[n - 1] = 0.0;
@@ -133,8 +129,8 @@ Tensor heads_view(const Tensor& dense) {
 TEST(LinearAttentionLayout, HeadViewsGiveTheSameBitsAndOutputAndDvMergeHeadsForFree) {
   Generator gen(33);
   const int64_t b = 2, h = 3, n = 150, f = 16, d = 12;
-  const Tensor q = randn({b, h, n, f}, gen), k = randn({b, h, n, f}, gen),
-               v = randn({b, h, n, d}, gen), g = randn({b, h, n, d}, gen);
+  const auto [q, k, v] = random_qkv(gen, b, h, n, f, d, DType::kF32);
+  const Tensor g = randn({b, h, n, d}, gen);
   const Tensor qv = heads_view(q), kv = heads_view(k), vv = heads_view(v), gv = heads_view(g);
   ASSERT_FALSE(vv.is_contiguous());
   auto same_bits = [](const Tensor& a, const Tensor& b) {

@@ -6,11 +6,13 @@
 #include "framework/backend/fused/linear_attention.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
+#include "tests/support/tensor_factory.h"
 
 namespace rota {
 namespace {
 
 using testing::allclose;
+using testing::random_qkv;
 
 // Plain definition, in double: o[g,i,:] = Σ_{j≤i (causal) or all j} (q_i·k_j) m_j v_j.
 Tensor naive_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
@@ -49,9 +51,7 @@ class CausalForms : public ::testing::TestWithParam<Case> {};
 TEST_P(CausalForms, ChunkedQuadraticRecurrentAndNaiveAgree) {
   const Case c = GetParam();
   Generator gen(c.n * 131 + c.chunk);
-  const Tensor q = randn({c.b, c.h, c.n, c.f}, gen, 0, 1, DType::kF64);
-  const Tensor k = randn({c.b, c.h, c.n, c.f}, gen, 0, 1, DType::kF64);
-  const Tensor v = randn({c.b, c.h, c.n, c.d}, gen, 0, 1, DType::kF64);
+  const auto [q, k, v] = random_qkv(gen, c.b, c.h, c.n, c.f, c.d);
   const Tensor expected = naive_attention(q, k, v, /*causal=*/true);
   EXPECT_TRUE(
       allclose(backend::causal_linear_attention_forward(q, k, v, c.chunk), expected, 1e-10, 1e-10));
@@ -90,9 +90,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CausalForms,
 
 TEST(CausalLinearAttention, BackwardIndependentOfChunkSize) {
   Generator gen(3);
-  const Tensor q = randn({2, 2, 11, 6}, gen, 0, 1, DType::kF64);
-  const Tensor k = randn({2, 2, 11, 6}, gen, 0, 1, DType::kF64);
-  const Tensor v = randn({2, 2, 11, 5}, gen, 0, 1, DType::kF64);
+  const auto [q, k, v] = random_qkv(gen, 2, 2, 11, 6, 5);
   const Tensor g = randn({2, 2, 11, 5}, gen, 0, 1, DType::kF64);
   // chunk = N is the pure masked form, chunk = 1 the pure state recurrence.
   const auto ref = backend::causal_linear_attention_backward(q, k, v, g, 11);
@@ -109,9 +107,7 @@ TEST(CausalLinearAttention, DecayedFormsAgree) {
   // sizes, and token by token with the decayed recurrence S = γ S + kᵀ v.
   Generator gen(17);
   const int64_t b = 2, h = 3, n = 13, f = 4, d = 3;
-  const Tensor q = randn({b, h, n, f}, gen, 0, 1, DType::kF64);
-  const Tensor k = randn({b, h, n, f}, gen, 0, 1, DType::kF64);
-  const Tensor v = randn({b, h, n, d}, gen, 0, 1, DType::kF64);
+  const auto [q, k, v] = random_qkv(gen, b, h, n, f, d);
   const std::vector<double> gamma = {0.9, 0.5, 1.0};
   const Tensor decay = tensor_from(gamma, {h}, DType::kF64);
   std::vector<double> expected(b * h * n * d, 0.0);
@@ -154,9 +150,7 @@ TEST(CausalLinearAttention, DecayedFormsAgree) {
 
 TEST(CausalLinearAttention, FloatMatchesDouble) {
   Generator gen(5);
-  const Tensor q = randn({2, 2, 37, 8}, gen, 0, 1, DType::kF64);
-  const Tensor k = randn({2, 2, 37, 8}, gen, 0, 1, DType::kF64);
-  const Tensor v = randn({2, 2, 37, 8}, gen, 0, 1, DType::kF64);
+  const auto [q, k, v] = random_qkv(gen, 2, 2, 37, 8, 8);
   const Tensor o64 = backend::causal_linear_attention_forward(q, k, v, 16);
   const Tensor o32 = backend::causal_linear_attention_forward(q.to(DType::kF32), k.to(DType::kF32),
                                                               v.to(DType::kF32), 16);
@@ -166,9 +160,7 @@ TEST(CausalLinearAttention, FloatMatchesDouble) {
 TEST(BidirectionalLinearAttention, MatchesNaiveWithAndWithoutMask) {
   Generator gen(9);
   const int64_t b = 2, h = 3, n = 6, f = 4, d = 5;
-  const Tensor q = randn({b, h, n, f}, gen, 0, 1, DType::kF64);
-  const Tensor k = randn({b, h, n, f}, gen, 0, 1, DType::kF64);
-  const Tensor v = randn({b, h, n, d}, gen, 0, 1, DType::kF64);
+  const auto [q, k, v] = random_qkv(gen, b, h, n, f, d);
   EXPECT_TRUE(allclose(backend::bidirectional_linear_attention_forward(q, k, v),
                        naive_attention(q, k, v, false), 1e-10, 1e-10));
   const std::vector<double> mask = {1, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 0};
@@ -180,9 +172,7 @@ TEST(BidirectionalLinearAttention, MatchesNaiveWithAndWithoutMask) {
 TEST(BidirectionalLinearAttention, PaddedKeysDoNotChangeTheOutput) {
   // Whatever sits in padded positions must not leak into real positions' outputs.
   Generator gen(10);
-  const Tensor q = randn({1, 2, 5, 3}, gen, 0, 1, DType::kF64);
-  Tensor k = randn({1, 2, 5, 3}, gen, 0, 1, DType::kF64);
-  Tensor v = randn({1, 2, 5, 4}, gen, 0, 1, DType::kF64);
+  const auto [q, k, v] = random_qkv(gen, 1, 2, 5, 3, 4);
   const Tensor mask = tensor_from({1, 1, 1, 0, 0}, {1, 5}, DType::kF32);
   const Tensor before = backend::bidirectional_linear_attention_forward(q, k, v, mask);
   Tensor k2 = k.clone(), v2 = v.clone();

@@ -8,20 +8,14 @@
 
 #include <gtest/gtest.h>
 
+#include "framework/backend/cpu/vector_math.h"
 #include "framework/backend/primitives/elementwise.h"
 #include "framework/backend/primitives/reduce.h"
-#include "framework/backend/cpu/vector_math.h"
 #include "framework/base/error.h"
 #include "framework/tensor/random.h"
 
 namespace rota {
 namespace {
-
-float from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
 
 // Every sign/exponent/upper-mantissa pattern, each with the lower halves around the rounding
 // points: exact, just below/at/above the tie, max (NaN payloads and infinities included).
@@ -29,7 +23,7 @@ std::vector<float> rounding_inputs() {
   const uint32_t lows[] = {0x0000, 0x0001, 0x7fff, 0x8000, 0x8001, 0xbfff, 0xffff};
   std::vector<float> src;
   for (uint32_t high = 0; high <= 0xffff; ++high) {
-    for (uint32_t low : lows) src.push_back(from_bits((high << 16) | low));
+    for (uint32_t low : lows) src.push_back(std::bit_cast<float>((high << 16) | low));
   }
   return src;
 }

@@ -7,38 +7,20 @@
 
 #include <gtest/gtest.h>
 
-#include "framework/backend/primitives/indexing.h"
 #include "framework/backend/cpu/parallel.h"
+#include "framework/backend/primitives/indexing.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/index_math.h"
 
 namespace rota {
 namespace {
 
 using testing::allclose;
-
-// Calls f(index) for every multi-index of `shape`, row-major.
-void for_each_index(const Shape& shape, const std::function<void(const std::vector<int64_t>&)>& f) {
-  if (shape_numel(shape) == 0) return;
-  std::vector<int64_t> index(shape.size(), 0);
-  for (int64_t n = 0; n < shape_numel(shape); ++n) {
-    f(index);
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-      if (++index[d] < shape[d]) break;
-      index[d] = 0;
-    }
-  }
-}
-
-// Asserts that `fn` throws rota::Error whose message contains `expected`.
-void expect_error(const std::function<void()>& fn, const std::string& expected) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error containing: " << expected;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-  }
-}
+using testing::expect_error;
+using testing::for_each_index;
+using testing::nonnegative_axis;
 
 // Bitwise equality of two tensors' values (for pure copies and determinism checks).
 ::testing::AssertionResult same_values(const Tensor& a, const Tensor& b) {
@@ -192,7 +174,7 @@ TEST(Gather, MatchesElementLoop) {
   Generator gen(5);
   for (DType index_dtype : {DType::kI32, DType::kI64}) {
     for (const GatherCase& c : kGatherCases) {
-      const int64_t a = c.axis < 0 ? c.axis + static_cast<int64_t>(c.x_shape.size()) : c.axis;
+      const int64_t a = nonnegative_axis(c.axis, c.x_shape);
       const Tensor x = randn(c.x_shape, gen, 0, 1, DType::kF64);
       const Tensor index = random_index(c.index_shape, c.x_shape[a], gen, index_dtype);
       Tensor expected = zeros(c.index_shape, DType::kF64);
@@ -214,7 +196,7 @@ TEST(Gather, MatchesElementLoop) {
 TEST(ScatterAdd, MatchesElementLoopWithRepeatedIndices) {
   Generator gen(6);
   for (const GatherCase& c : kGatherCases) {
-    const int64_t a = c.axis < 0 ? c.axis + static_cast<int64_t>(c.x_shape.size()) : c.axis;
+    const int64_t a = nonnegative_axis(c.axis, c.x_shape);
     const Tensor index = random_index(c.index_shape, c.x_shape[a], gen, DType::kI64);
     const Tensor src = randn(c.index_shape, gen, 0, 1, DType::kF64);
     Tensor expected = zeros(c.x_shape, DType::kF64);
@@ -309,7 +291,7 @@ TEST(IndexSelect, MatchesElementLoop) {
   Generator gen(8);
   for (DType index_dtype : {DType::kI32, DType::kI64}) {
     for (const SelectCase& c : kSelectCases) {
-      const int64_t a = c.axis < 0 ? c.axis + static_cast<int64_t>(c.x_shape.size()) : c.axis;
+      const int64_t a = nonnegative_axis(c.axis, c.x_shape);
       const Tensor x = randn(c.x_shape, gen, 0, 1, DType::kF64);
       const Tensor index = random_index({c.count}, c.x_shape[a], gen, index_dtype);
       Shape out_shape = c.x_shape;
@@ -333,7 +315,7 @@ TEST(IndexSelect, MatchesElementLoop) {
 TEST(IndexAdd, MatchesElementLoopWithRepeatedIndices) {
   Generator gen(9);
   for (const SelectCase& c : kSelectCases) {
-    const int64_t a = c.axis < 0 ? c.axis + static_cast<int64_t>(c.x_shape.size()) : c.axis;
+    const int64_t a = nonnegative_axis(c.axis, c.x_shape);
     const Tensor index = random_index({c.count}, c.x_shape[a], gen, DType::kI64);
     Shape src_shape = c.x_shape;
     src_shape[a] = c.count;

@@ -10,11 +10,19 @@
 #include "framework/backend/primitives/reduce.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/reduce_cases.h"
 
 namespace rota {
 namespace {
 
 using testing::allclose;
+using testing::AxisCase;
+using testing::case_name;
+using testing::CaseName;
+using testing::expect_error;
+using testing::ReduceCase;
+using testing::with_and_without_keepdim;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // ---- reference helpers (plain loops in double, independent of the kernels) ----
@@ -141,24 +149,6 @@ Tensor strided_randn(const Shape& shape, Generator& gen) {
   return base.slice(0, 0, base_shape[0], 2);
 }
 
-// "2x3x4", "scalar" for 0-d.
-std::string shape_name(const Shape& shape) {
-  if (shape.empty()) return "scalar";
-  std::string s;
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s;
-}
-
-// "all", "axis1", "axes0_m1" (m = minus).
-std::string axes_name(const std::vector<int64_t>& axes) {
-  if (axes.empty()) return "all";
-  std::string s = axes.size() == 1 ? "axis" : "axes";
-  for (size_t i = 0; i < axes.size(); ++i) {
-    s += (i ? "_" : "") + (axes[i] < 0 ? "m" + std::to_string(-axes[i]) : std::to_string(axes[i]));
-  }
-  return s;
-}
-
 // ---- reductions ----
 
 struct ReduceOp {
@@ -176,15 +166,8 @@ std::vector<ReduceOp> reduce_ops() {
   };
 }
 
-struct ReduceCase {
-  Shape shape;
-  std::vector<int64_t> axes;
-  bool keepdim;
-};
-
 std::vector<ReduceCase> reduce_cases() {
-  std::vector<ReduceCase> cases;
-  const std::vector<std::pair<Shape, std::vector<int64_t>>> layouts = {
+  return with_and_without_keepdim({
       {{7}, {0}},
       {{2, 3, 4}, {}},          // all axes
       {{2, 3, 4}, {0}},         // leading: column kernel
@@ -201,12 +184,7 @@ std::vector<ReduceCase> reduce_cases() {
       {{5, 20, 330}, {1}},      // column blocks with a partial last block
       {{120, 400}, {1}},        // long rows, threaded
       {{40, 30, 50}, {0, 2}},   // scattered, threaded after the move
-  };
-  for (const auto& [shape, axes] : layouts) {
-    cases.push_back({shape, axes, false});
-    cases.push_back({shape, axes, true});
-  }
-  return cases;
+  });
 }
 
 class ReduceTest : public ::testing::TestWithParam<std::tuple<ReduceOp, ReduceCase>> {};
@@ -231,15 +209,10 @@ TEST_P(ReduceTest, MatchesDoubleLoop) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Ops, ReduceTest,
-    ::testing::Combine(::testing::ValuesIn(reduce_ops()), ::testing::ValuesIn(reduce_cases())),
-    [](const ::testing::TestParamInfo<std::tuple<ReduceOp, ReduceCase>>& info) {
-      const ReduceOp& op = std::get<0>(info.param);
-      const ReduceCase& c = std::get<1>(info.param);
-      return op.name + "_" + shape_name(c.shape) + "_" + axes_name(c.axes) +
-             (c.keepdim ? "_keepdim" : "");
-    });
+INSTANTIATE_TEST_SUITE_P(Ops, ReduceTest,
+                         ::testing::Combine(::testing::ValuesIn(reduce_ops()),
+                                            ::testing::ValuesIn(reduce_cases())),
+                         CaseName());
 
 TEST(Reduce, SumOfOneElementReductionIsACopy) {
   const Tensor x = tensor_from({1, 2, 3}, {3, 1}, DType::kF64);
@@ -332,15 +305,6 @@ TEST(Reduce, Float32ExpMatchesExactExpToFloatPrecision) {
   EXPECT_TRUE(std::isnan(v[6]));
 }
 
-void expect_error(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing \"" << fragment << "\"";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
-
 TEST(Reduce, ErrorsNameTheOpAndTheShape) {
   const Tensor x = zeros({2, 3}, DType::kF64);
   expect_error([&] { backend::reduce_sum(x, {2}, false); },
@@ -398,28 +362,15 @@ TEST_P(ExpandReducedTest, BroadcastsTheGradientBack) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, ExpandReducedTest, ::testing::ValuesIn(reduce_cases()),
-                         [](const ::testing::TestParamInfo<ReduceCase>& info) {
-                           const ReduceCase& c = info.param;
-                           return shape_name(c.shape) + "_" + axes_name(c.axes) +
-                                  (c.keepdim ? "_keepdim" : "");
-                         });
+                         CaseName());
 
 // ---- softmax / log_softmax ----
-
-struct AxisCase {
-  Shape shape;
-  int64_t axis;
-};
 
 std::vector<AxisCase> axis_cases() {
   return {
       {{7}, 0},        {{2, 3, 4}, 0}, {{2, 3, 4}, 1},  {{2, 3, 4}, 2}, {{2, 3, 4}, -1},
       {{2, 3, 4}, -3}, {{3, 1, 5}, 1}, {{64, 700}, -1}, {{700, 64}, 0}, {{3, 200, 7}, 1},
   };
-}
-
-std::string axis_case_name(const AxisCase& c) {
-  return shape_name(c.shape) + "_" + axes_name({c.axis});
 }
 
 struct LineOp {
@@ -469,17 +420,16 @@ TEST_P(SoftmaxTest, LargeInputsStayFinite) {
     // computed from the rounded values.
     const Tensor rounded = reference_along(x.to(dtype), c.axis, op.reference);
     EXPECT_TRUE(allclose(y, rounded, 1e-5, 1e-7));
-    if (dtype == DType::kF64) EXPECT_TRUE(allclose(y, expected, 1e-10, 1e-14));
+    if (dtype == DType::kF64) {
+      EXPECT_TRUE(allclose(y, expected, 1e-10, 1e-14));
+    }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, SoftmaxTest,
                          ::testing::Combine(::testing::ValuesIn(softmax_ops()),
                                             ::testing::ValuesIn(axis_cases())),
-                         [](const ::testing::TestParamInfo<std::tuple<LineOp, AxisCase>>& info) {
-                           return std::get<0>(info.param).name + "_" +
-                                  axis_case_name(std::get<1>(info.param));
-                         });
+                         CaseName());
 
 TEST(Softmax, RowWithMinusInfinityGivesZeroProbability) {
   const Tensor x = tensor_from({0.0, -kInf, 0.0}, {3}, DType::kF64);
@@ -523,9 +473,7 @@ TEST_P(SoftmaxBackwardTest, MatchesDoubleLoop) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, SoftmaxBackwardTest, ::testing::ValuesIn(axis_cases()),
-                         [](const ::testing::TestParamInfo<AxisCase>& info) {
-                           return axis_case_name(info.param);
-                         });
+                         CaseName());
 
 // ---- cumsum ----
 
@@ -585,7 +533,7 @@ TEST_P(CumsumTest, MatchesDoubleLoop) {
 INSTANTIATE_TEST_SUITE_P(Layouts, CumsumTest, ::testing::ValuesIn(cumsum_cases()),
                          [](const ::testing::TestParamInfo<CumsumCase>& info) {
                            const CumsumCase& c = info.param;
-                           return axis_case_name(c.where) + (c.exclusive ? "_exclusive" : "") +
+                           return case_name(c.where) + (c.exclusive ? "_exclusive" : "") +
                                   (c.reverse ? "_reverse" : "");
                          });
 

@@ -12,11 +12,15 @@
 #include "framework/backend/primitives/relative_shift.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/tensor_factory.h"
 
 namespace rota {
 namespace {
 
 using testing::allclose;
+using testing::expect_error;
+using testing::random_tensor;
 
 struct ShiftCase {
   std::string name;
@@ -39,11 +43,6 @@ Shape with_tail(Shape lead, int64_t a, int64_t b) {
   lead.push_back(a);
   lead.push_back(b);
   return lead;
-}
-
-Tensor random_tensor(const Shape& shape, uint64_t seed, DType dtype = DType::kF64) {
-  Generator gen(seed);
-  return randn(shape, gen, 0.0, 1.0, dtype);
 }
 
 // The skew by its definition, in double: s[g, i, j] = x[g, i, c(j − i + n_q − 1)].
@@ -221,15 +220,6 @@ TEST(RelativeShift, Distances) {
   EXPECT_EQ(chunk.t_min, -6);
   EXPECT_EQ(chunk.t_max, 2);
   EXPECT_EQ(chunk.count, 9);
-}
-
-void expect_error(const std::function<void()>& fn, const std::string& expected) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error containing: " << expected;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-  }
 }
 
 TEST(RelativeShift, BadInputsThrow) {

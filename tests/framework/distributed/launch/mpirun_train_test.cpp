@@ -20,13 +20,14 @@
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
 #include "tests/framework/distributed/launch/child_process.h"
-#include "tests/framework/io/io_test_util.h"
+#include "tests/support/run_metrics.h"
+#include "tests/support/temp_dir.h"
 
 namespace rota {
 namespace {
 
 namespace fs = std::filesystem;
-using io::testing::TempDir;
+using rota::testing::TempDir;
 using testing::ChildProcess;
 using testing::ChildResult;
 using testing::run_child;
@@ -108,17 +109,6 @@ bool optimizer_states_equal(const io::Checkpoint& a, const io::Checkpoint& b) {
   return true;
 }
 
-std::vector<nlohmann::json> metrics_lines(const fs::path& run, const std::string& split) {
-  std::ifstream in(run / "metrics.jsonl");
-  std::vector<nlohmann::json> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    if (j["split"] == split) lines.push_back(j);
-  }
-  return lines;
-}
-
 int count_lines_with(const fs::path& file, const std::string& text) {
   std::ifstream in(file);
   std::string line;
@@ -152,8 +142,8 @@ TEST(MpirunTrain, TwoRanksAreBitIdenticalToOneProcessAccumulatingTheirTwoMicroBa
   EXPECT_EQ(two.state.data_cursor().position(), one.state.data_cursor().position());
   EXPECT_EQ(two.state.data_cursor().num_shards(), 2);
   // The logged training losses and the (sharded) evaluations are the same numbers.
-  const auto train_two = metrics_lines(tmp / "two", "train"),
-             train_one = metrics_lines(tmp / "one", "train");
+  const auto train_two = testing::metrics_lines(tmp / "two", "train"),
+             train_one = testing::metrics_lines(tmp / "one", "train");
   ASSERT_EQ(train_two.size(), 6u);
   ASSERT_EQ(train_one.size(), 6u);
   for (size_t i = 0; i < 6; ++i) {
@@ -164,9 +154,9 @@ TEST(MpirunTrain, TwoRanksAreBitIdenticalToOneProcessAccumulatingTheirTwoMicroBa
     EXPECT_FALSE(train_one[i].contains("allreduce_s"));
   }
   // (The evaluations differ: an evaluation batch holds batch_size / gradient_accumulation
-  // sequences, 4 here and 2 there. tests/framework/distributed/mpi/task_mpi_test.cpp compares sharded and
-  // single-process evaluation of the same recipe bit for bit.)
-  ASSERT_EQ(metrics_lines(tmp / "two", "valid").size(), 2u);
+  // sequences, 4 here and 2 there. tests/framework/distributed/mpi/task_mpi_test.cpp compares
+  // sharded and single-process evaluation of the same recipe bit for bit.)
+  ASSERT_EQ(testing::metrics_lines(tmp / "two", "valid").size(), 2u);
   // Every checkpoint compared the replicas (and they matched, or the run would have failed).
   const int checkpoints = count_lines_with(tmp / "two" / "train.log", "INFO  checkpoint ");
   EXPECT_GE(checkpoints, 3);
@@ -192,8 +182,8 @@ TEST(MpirunTrain, TwoRanksMatchOneProcessWithOneBigMicroBatchToFloatTolerance) {
   const WeightDifference moved = compare_weights(one, latest_checkpoint(tmp / "init"));
   EXPECT_LT(diff.max_abs, 1e-5 * std::max(1.0, diff.max_magnitude)) << diff.max_abs;
   EXPECT_GT(moved.max_abs, 1000 * diff.max_abs);
-  const auto valid_two = metrics_lines(tmp / "two", "valid"),
-             valid_one = metrics_lines(tmp / "one", "valid");
+  const auto valid_two = testing::metrics_lines(tmp / "two", "valid"),
+             valid_one = testing::metrics_lines(tmp / "one", "valid");
   ASSERT_EQ(valid_two.size(), valid_one.size());
   for (size_t i = 0; i < valid_one.size(); ++i) {
     EXPECT_NEAR(valid_two[i]["loss"].get<double>(), valid_one[i]["loss"].get<double>(), 1e-5);
@@ -259,21 +249,29 @@ struct LongRun {
                               "train.checkpoint_every=2"})),
         kEnv, tmp / "out.log");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (std::chrono::steady_clock::now() < deadline &&
-           !(metrics_lines(run, "train").size() >= 3 && io::find_latest(run).has_value())) {
+    while (
+        std::chrono::steady_clock::now() < deadline &&
+        !(testing::metrics_lines(run, "train").size() >= 3 && io::find_latest(run).has_value())) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+  }
+
+  // Sends `signal` to rank 1 and waits for the job to end into *result: a fatal failure when
+  // the run never started, rank 1 has no process or the job outlives kTimeoutS.
+  void signal_rank1_and_wait(int signal, ChildResult* result) {
+    ASSERT_TRUE(io::find_latest(run).has_value()) << "the run did not start";
+    const pid_t rank1 = child->rank_pid(1);
+    ASSERT_GT(rank1, 0);
+    ::kill(rank1, signal);
+    *result = child->wait(kTimeoutS);
+    ASSERT_FALSE(result->timed_out) << result->output;
   }
 };
 
 TEST(MpirunTrain, SigtermToOneRankStopsEveryRankAtTheSameStepWithACheckpoint) {
   LongRun job;
-  ASSERT_TRUE(io::find_latest(job.run).has_value()) << "the run did not start";
-  const pid_t rank1 = job.child->rank_pid(1);
-  ASSERT_GT(rank1, 0);
-  ::kill(rank1, SIGTERM);
-  const ChildResult result = job.child->wait(kTimeoutS);
-  ASSERT_FALSE(result.timed_out) << result.output;
+  ChildResult result;
+  ASSERT_NO_FATAL_FAILURE(job.signal_rank1_and_wait(SIGTERM, &result));
   EXPECT_EQ(result.exit_code, 1) << result.output;  // interrupted by a signal
   EXPECT_EQ(result.output.find("MPI_ABORT"), std::string::npos) << result.output;
   const io::Checkpoint last = latest_checkpoint(job.run);
@@ -289,12 +287,8 @@ TEST(MpirunTrain, SigtermToOneRankStopsEveryRankAtTheSameStepWithACheckpoint) {
 
 TEST(MpirunTrain, AKilledRankEndsTheJobAndTheLastCheckpointStaysReadable) {
   LongRun job;
-  ASSERT_TRUE(io::find_latest(job.run).has_value()) << "the run did not start";
-  const pid_t rank1 = job.child->rank_pid(1);
-  ASSERT_GT(rank1, 0);
-  ::kill(rank1, SIGKILL);
-  const ChildResult result = job.child->wait(kTimeoutS);
-  ASSERT_FALSE(result.timed_out) << result.output;
+  ChildResult result;
+  ASSERT_NO_FATAL_FAILURE(job.signal_rank1_and_wait(SIGKILL, &result));
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.output.find("rank 1"), std::string::npos) << result.output;
   EXPECT_NO_THROW(latest_checkpoint(job.run));
