@@ -2,12 +2,11 @@
 #include "models/encoder.h"
 
 #include <cmath>
-#include <string>
+#include <variant>
 
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/ops/elementwise.h"
 #include "framework/autograd/ops/shape.h"
-#include "framework/nn/position/t5_bias.h"
 
 namespace rota::models {
 
@@ -17,36 +16,12 @@ bool is_softmax(const ModelOptions& o) {
   return o.attention_family == AttentionFamily::kSoftmax;
 }
 
-/// A softmax encoding that acts inside the attention (not absolute, not NoPE).
-bool softmax_encoding_is_relative(const std::string& name) {
-  return name != "none" && name != "nope" && name != "sinusoidal" && name != "learned";
-}
-
+/// Sinusoidal absolute embeddings: the encoding itself, or added next to one acting in the
+/// attention (add_sinusoidal).
 bool uses_sinusoidal_embedding(const ModelOptions& o) {
-  if (is_softmax(o)) {
-    const std::string& name = o.softmax.encoding;
-    return name == "sinusoidal" || (o.add_sinusoidal && softmax_encoding_is_relative(name));
-  }
-  return o.position == nn::LinearPositionEncoding::kSinusoidal ||
-         (o.add_sinusoidal && nn::acts_on_features(o.position));
-}
-
-bool uses_learned_embedding(const ModelOptions& o) {
-  return is_softmax(o) ? o.softmax.encoding == "learned"
-                       : o.position == nn::LinearPositionEncoding::kLearned;
-}
-
-/// T5's bias table, one per stack (encodings.md section 6), initialised as the layer would.
-std::shared_ptr<nn::RelativeAttentionEncoding> shared_t5_table(const ModelOptions& o, bool causal,
-                                                               Generator& init_gen) {
-  nn::T5BiasOptions t5;
-  t5.heads = o.heads;
-  t5.num_buckets = o.softmax.params.t5_buckets;
-  t5.max_distance = o.softmax.params.t5_max_distance;
-  t5.bidirectional = o.softmax.t5_bidirectional.value_or(!causal);
-  t5.init_std = 1.0 / std::sqrt(static_cast<double>(o.dim));  // HF: d_model^−1/2
-  t5.dtype = o.dtype;
-  return std::make_shared<nn::T5RelativeBias>(t5, init_gen);
+  return std::holds_alternative<nn::SinusoidalPosition>(o.position) ||
+         (o.add_sinusoidal && !nn::is_absolute(o.position) &&
+          !std::holds_alternative<nn::NoPosition>(o.position));
 }
 
 }  // namespace
@@ -60,18 +35,23 @@ Encoder::Encoder(const ModelOptions& o, bool causal, Generator& init_gen,
       std::make_shared<nn::Embedding>(
           nn::EmbeddingOptions{o.vocab_size, o.dim, std::nullopt, o.init_std, o.dtype}, init_gen));
   if (uses_sinusoidal_embedding(o)) {
-    sinusoidal_ =
-        std::make_shared<nn::SinusoidalPositionEmbedding>(o.dim, o.dtype, o.sinusoidal_base);
-  } else if (uses_learned_embedding(o)) {
-    learned_ =
-        register_module("pos_embed", std::make_shared<nn::LearnedPositionEmbedding>(
-                                         o.max_positions, o.dim, init_gen, o.init_std, o.dtype));
+    const auto* own = std::get_if<nn::SinusoidalPosition>(&o.position);
+    sinusoidal_ = std::make_shared<nn::SinusoidalPositionEmbedding>(
+        o.dim, o.dtype, own ? own->base : nn::SinusoidalPosition{}.base);
+  } else if (const auto* learned = std::get_if<nn::LearnedPosition>(&o.position)) {
+    learned_ = register_module(
+        "pos_embed", std::make_shared<nn::LearnedPositionEmbedding>(learned->max_positions, o.dim,
+                                                                    init_gen, o.init_std, o.dtype));
   }
   dropout_ = register_module("dropout", std::make_shared<nn::Dropout>(o.dropout, dropout_gen));
   blocks_ = register_module("blocks", std::make_shared<nn::ModuleList<TransformerBlock>>());
   SharedAttentionEncoding shared;
-  if (is_softmax(o) && o.softmax.encoding == "t5") {
-    shared.encoding = shared_t5_table(o, causal, init_gen);
+  if (is_softmax(o) && std::holds_alternative<nn::T5Position>(o.position)) {
+    // T5's bias table, one per stack (encodings.md section 6), built as a block's layer would.
+    ROTA_CHECK(o.heads > 0 && o.dim > 0 && o.dim % o.heads == 0,
+               "model: width {} must be a positive multiple of heads {}", o.dim, o.heads);
+    shared.encoding =
+        nn::softmax_position_modules(softmax_attention_options(o, causal), init_gen).relative;
   }
   for (int64_t i = 0; i < o.layers; ++i) {
     shared.owner = i == 0;  // the first block registers the shared table, the others borrow it

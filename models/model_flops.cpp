@@ -2,6 +2,7 @@
 #include "models/model_flops.h"
 
 #include <algorithm>
+#include <variant>
 
 namespace rota::models {
 
@@ -23,8 +24,8 @@ double training_flops_per_token(const ModelOptions& o, int64_t sequence_length) 
   if (o.attention_family == AttentionFamily::kSoftmax) {
     attention = 4.0 * n * d * (causal ? 0.5 : 1.0);
   } else {
-    const bool doubled = o.position == nn::LinearPositionEncoding::kLrpe &&
-                         o.lrpe.core == backend::LrpeCore::kUnitary;
+    const auto* lrpe = std::get_if<nn::LrpeOptions>(&o.position);
+    const bool doubled = lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary;
     const double features = doubled ? 2.0 * d : d;
     const double chunk = std::min<double>(static_cast<double>(o.attention.chunk_size), n);
     attention = causal ? 2.0 * chunk * features + 4.0 * features * d : 4.0 * features * d;

@@ -3,12 +3,10 @@
 
 #include <cstdint>
 #include <optional>
-#include <string>
 
 #include "framework/nn/attention/linear_attention.h"
-#include "framework/nn/attention/softmax_encoding_by_name.h"
 #include "framework/nn/feed_forward.h"
-#include "framework/nn/position/linear_position.h"
+#include "framework/nn/position/position_encoding.h"
 
 namespace rota::models {
 
@@ -26,17 +24,6 @@ struct SoftmaxModelOptions {
   /// its own chunk and stream_left_memory earlier frames (< 0: all history). 0: full attention.
   int64_t stream_chunk = 0;
   int64_t stream_left_memory = -1;
-  /// One of nn::softmax_encoding_by_name's names: "none", "sinusoidal", "learned" (absolute
-  /// embeddings added by the Encoder; ModelOptions::max_positions sizes the learned table), "rope",
-  /// "rope_half", "alibi", "t5", "shaw", "transformer_xl", "skew".
-  std::string encoding = "none";
-  /// The encoding's parameters; heads, head_dim, causal and dtype are filled in by the model.
-  nn::SoftmaxEncodingParams params;
-  // Settings that SoftmaxEncodingParams does not carry.
-  int64_t shaw_clip_left = -1;           // −1: params.shaw_clip
-  int64_t shaw_clip_right = -1;          // −1: params.shaw_clip
-  double xl_base = 10000.0;              // Transformer-XL sinusoid base
-  std::optional<bool> t5_bidirectional;  // unset: !causal
 };
 
 struct ModelOptions {
@@ -58,14 +45,14 @@ struct ModelOptions {
   /// Linear attention settings (dim, heads, causal are filled in by the model; the position
   /// encoding comes from `position` below).
   nn::LinearAttentionOptions attention;
-  /// Linear attention's position encoding (softmax models use softmax.encoding instead).
-  nn::LinearPositionEncoding position = nn::LinearPositionEncoding::kLrpe;
-  nn::LrpeOptions lrpe;              // used when position == kLrpe
-  int64_t max_positions = 512;       // learned absolute table size
-  double sinusoidal_base = 10000.0;  // frequencies base^(−2i/E) of sinusoidal absolute embeddings
-  bool add_sinusoidal = false;  // also add sinusoidal absolute embeddings next to a feature-level
-                                // encoding (the LRPE paper's LMs keep them) or a softmax
-                                // model's relative encoding
+  /// The positional encoding of every block, linear and softmax models alike: absolute ones
+  /// (sinusoidal, learned) are added to the token embeddings by the Encoder, the others act in
+  /// the attention (the layers refuse the ones of the other family). Default: LRPE Type 2 with
+  /// a learnable Householder P.
+  nn::PositionEncoding position = nn::LrpeOptions{};
+  bool add_sinusoidal = false;  // also add sinusoidal absolute embeddings (base 10000) next to
+                                // an encoding acting in attention (the LRPE paper's LMs keep
+                                // them)
   SoftmaxModelOptions softmax;  // used when attention_family == kSoftmax
   // Classifier.
   int64_t num_classes = 2;

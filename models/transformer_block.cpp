@@ -4,7 +4,6 @@
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/ops/elementwise.h"
 #include "framework/nn/attention/streaming_chunk_attention.h"
-#include "framework/nn/position/shaw.h"
 
 namespace rota::models {
 
@@ -25,55 +24,20 @@ class BorrowedRelativeEncoding : public nn::RelativeAttentionEncoding {
   std::shared_ptr<const nn::RelativeAttentionEncoding> owner_;
 };
 
-/// The layer's encoding: the shared one, or built from options.softmax (Shaw and XL here, as
-/// SoftmaxEncodingParams has no asymmetric clipping nor XL base; the rest by name).
-nn::SoftmaxEncodingOptions block_encoding(const ModelOptions& o, bool causal, Generator& gen,
-                                          const SharedAttentionEncoding& shared) {
-  nn::SoftmaxEncodingOptions e;
-  if (shared.encoding) {
-    e.kind = nn::SoftmaxEncodingKind::kCustom;
-    e.custom = shared.owner ? shared.encoding
-                            : std::make_shared<BorrowedRelativeEncoding>(shared.encoding);
-    return e;
-  }
-  const SoftmaxModelOptions& s = o.softmax;
-  nn::SoftmaxEncodingParams p = s.params;
-  p.heads = o.heads;
-  p.head_dim = o.dim / o.heads;
-  p.causal = causal;
-  p.dtype = o.dtype;
-  if (s.encoding == "shaw") {
-    nn::ShawOptions shaw;
-    shaw.head_dim = p.head_dim;
-    shaw.clip = p.shaw_clip;
-    shaw.clip_left = s.shaw_clip_left;
-    shaw.clip_right = s.shaw_clip_right;
-    shaw.values = p.shaw_values;
-    shaw.dtype = p.dtype;
-    e.kind = nn::SoftmaxEncodingKind::kCustom;
-    e.custom = std::make_shared<nn::ShawRelativeEncoding>(shaw, gen);
-    return e;
-  }
-  if (s.encoding == "transformer_xl" || s.encoding == "xl") {
-    nn::RelativeXlOptions xl;
-    xl.heads = p.heads;
-    xl.head_dim = p.head_dim;
-    xl.pe_dim = p.xl_pe_dim;
-    xl.base = s.xl_base;
-    xl.layout = p.xl_layout;
-    xl.dtype = p.dtype;
-    e.kind = nn::SoftmaxEncodingKind::kCustom;
-    e.custom = std::make_shared<nn::RelativeXlEncoding>(xl, gen);
-    return e;
-  }
-  e = nn::softmax_encoding_by_name(s.encoding, p, gen);
-  if (e.kind == nn::SoftmaxEncodingKind::kT5 && s.t5_bidirectional) {
-    e.t5_bidirectional = s.t5_bidirectional;
-  }
-  return e;
-}
-
 }  // namespace
+
+nn::SoftmaxAttentionOptions softmax_attention_options(const ModelOptions& o, bool causal) {
+  nn::SoftmaxAttentionOptions a;
+  a.dim = o.dim;
+  a.heads = o.heads;
+  a.causal = causal;
+  a.scale = o.softmax.scale;
+  a.dropout = o.softmax.dropout;
+  a.position = o.position;
+  a.init_std = o.init_std;
+  a.dtype = o.dtype;
+  return a;
+}
 
 TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator& init_gen,
                                    std::shared_ptr<Generator> dropout_gen,
@@ -82,8 +46,8 @@ TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator
   ln1_ = register_module(
       "ln1", std::make_shared<nn::LayerNorm>(nn::NormOptions{o.dim, o.norm_eps, true, o.dtype}));
   if (o.attention_family == AttentionFamily::kLinear) {
-    nn::LinearAttentionOptions a = nn::with_position_encoding(
-        o.attention, nn::linear_position_encoding_name(o.position), o.lrpe);
+    nn::LinearAttentionOptions a = o.attention;
+    a.position = o.position;
     a.dim = o.dim;
     a.heads = o.heads;
     a.causal = causal;
@@ -96,16 +60,13 @@ TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator
     ROTA_CHECK(o.softmax.stream_chunk >= 0,
                "model: softmax streaming chunk must be >= 0 (0 = no streaming), got {}",
                o.softmax.stream_chunk);
-    nn::SoftmaxAttentionOptions a;
-    a.dim = o.dim;
-    a.heads = o.heads;
-    a.causal = causal;
-    a.scale = o.softmax.scale;
-    a.dropout = o.softmax.dropout;
-    a.encoding = block_encoding(o, causal, init_gen, shared);
-    a.init_std = o.init_std;
-    a.dtype = o.dtype;
-    if (shared.encoding && !shared.owner) shared_encoding_ = shared.encoding;
+    nn::SoftmaxAttentionOptions a = softmax_attention_options(o, causal);
+    if (shared.encoding) {
+      a.custom_encoding = shared.owner
+                              ? shared.encoding
+                              : std::make_shared<BorrowedRelativeEncoding>(shared.encoding);
+      if (!shared.owner) shared_encoding_ = shared.encoding;
+    }
     softmax_attn_ =
         register_module("attn", std::make_shared<nn::SoftmaxAttention>(a, init_gen, dropout_gen));
   }

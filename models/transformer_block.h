@@ -20,14 +20,18 @@ struct SharedAttentionEncoding {
   bool owner = false;
 };
 
+/// The softmax-attention options of a block of model `o`: width, heads, scale, dropout, the
+/// position encoding, init and dtype (Encoder builds its shared T5 table from them too).
+nn::SoftmaxAttentionOptions softmax_attention_options(const ModelOptions& o, bool causal);
+
 /// pre-norm:  h = x + drop(attn(ln1(x)));  y = h + drop(ffn(ln2(h)))
 /// post-norm: h = ln1(x + drop(attn(x)));  y = ln2(h + drop(ffn(h)))
 /// Children: `ln1`, `attn` (nn::LinearAttention or nn::SoftmaxAttention, by
 /// options.attention_family), `ln2`, `ffn`.
 class TransformerBlock : public nn::Module {
  public:
-  /// shared: for softmax models, an encoding used instead of building options.softmax.encoding
-  /// for this block (Encoder passes its one T5 table to every block).
+  /// shared: for softmax models, an encoding used instead of building options.position for this
+  /// block (Encoder passes its one T5 table to every block).
   TransformerBlock(const ModelOptions& options, bool causal, Generator& init_gen,
                    std::shared_ptr<Generator> dropout_gen,
                    const SharedAttentionEncoding& shared = {});

@@ -1,6 +1,8 @@
 // Recipe → models::ModelOptions.
 #include "app/setup/model_setup.h"
 
+#include <optional>
+
 namespace rota::app {
 
 namespace {
@@ -51,18 +53,86 @@ backend::LrpePairing pairing_of(recipes::Pairing p) {
   return p == recipes::HALF ? backend::LrpePairing::kHalf : backend::LrpePairing::kAdjacent;
 }
 
-nn::LrpeP p_of(recipes::Lrpe::PMatrix p) {
-  switch (p) {
+/// The recipe's LRPE block: Type, pairing, P (HOUSEHOLDER_FROZEN = Householder P whose vector is
+/// not trained), θ mode and base.
+nn::LrpeOptions lrpe_of(const recipes::Lrpe& l) {
+  nn::LrpeOptions o;
+  o.core = l.type() == 1   ? backend::LrpeCore::kUnitary
+           : l.type() == 3 ? backend::LrpeCore::kPermutation
+                           : backend::LrpeCore::kOrthogonal;
+  o.pairing = pairing_of(l.pairing());
+  switch (l.p()) {
     case recipes::Lrpe::IDENTITY:
-      return nn::LrpeP::kIdentity;
+      o.p = backend::LrpeP::kIdentity;
+      break;
     case recipes::Lrpe::HOUSEHOLDER:
-      return nn::LrpeP::kHouseholderLearnable;
+      o.p = backend::LrpeP::kHouseholder;
+      o.learn_householder = true;
+      break;
     case recipes::Lrpe::HOUSEHOLDER_FROZEN:
-      return nn::LrpeP::kHouseholderFrozen;
+      o.p = backend::LrpeP::kHouseholder;
+      o.learn_householder = false;
+      break;
     case recipes::Lrpe::ODD_EVEN:
-      return nn::LrpeP::kOddEven;
+      o.p = backend::LrpeP::kOddEven;
+      break;
   }
-  return nn::LrpeP::kHouseholderLearnable;
+  o.learn_theta = l.learn_theta();
+  o.theta_base = l.theta_base();
+  return o;
+}
+
+/// The recipe's `model.position` oneof as the typed encoding; nullopt when none is chosen. Which
+/// attention family accepts it is checked by the callers.
+std::optional<nn::PositionEncoding> position_of(const recipes::Position& p) {
+  switch (p.encoding_case()) {
+    case recipes::Position::kNone:
+      return nn::NoPosition{};
+    case recipes::Position::kSinusoidal:
+      return nn::SinusoidalPosition{p.sinusoidal().base()};
+    case recipes::Position::kLearnedAbsolute:
+      return nn::LearnedPosition{p.learned_absolute().max_positions()};
+    case recipes::Position::kRope:
+      return nn::RopePosition{pairing_of(p.rope().pairing()), p.rope().base()};
+    case recipes::Position::kLrpe:
+      return lrpe_of(p.lrpe());
+    case recipes::Position::kPermuteFormer:
+      return nn::PermuteFormerPosition{};
+    case recipes::Position::kAlibi:
+      return nn::AlibiPosition{};
+    case recipes::Position::kT5: {
+      const recipes::T5& t5 = p.t5();
+      nn::T5Position o;
+      o.buckets = t5.buckets();
+      o.max_distance = t5.max_distance();
+      if (t5.has_bidirectional()) o.bidirectional = t5.bidirectional();
+      return o;
+    }
+    case recipes::Position::kShaw: {
+      const recipes::Shaw& shaw = p.shaw();
+      nn::ShawPosition o;
+      o.clip = shaw.clip();
+      if (shaw.has_clip_left()) o.clip_left = shaw.clip_left();
+      if (shaw.has_clip_right()) o.clip_right = shaw.clip_right();
+      o.values = shaw.values();
+      return o;
+    }
+    case recipes::Position::kTransformerXl: {
+      const recipes::TransformerXl& xl = p.transformer_xl();
+      nn::TransformerXlPosition o;
+      o.pe_dim = xl.has_pe_width() ? xl.pe_width() : 0;
+      o.layout = xl.layout() == recipes::TransformerXl::CONCATENATED
+                     ? nn::SinusoidLayout::kConcatenated
+                     : nn::SinusoidLayout::kInterleaved;
+      o.base = xl.base();
+      return o;
+    }
+    case recipes::Position::kSkew:
+      return nn::SkewPosition{p.skew().max_len(), p.skew().per_head()};
+    case recipes::Position::ENCODING_NOT_SET:
+      break;
+  }
+  return std::nullopt;
 }
 
 /// Linear attention and its position encoding (the softmax-only encodings are rejected).
@@ -73,50 +143,19 @@ void set_linear_attention(const recipes::Model& m, models::ModelOptions& o) {
   o.attention.norm = norm_of(la.normalization());
   o.attention.denominator_eps = la.denominator_eps();
   o.attention.chunk_size = la.chunk_size();
-  const recipes::Position& p = m.position();
-  switch (p.encoding_case()) {
-    case recipes::Position::kNone:
-      o.position = nn::LinearPositionEncoding::kNone;
-      break;
-    case recipes::Position::kSinusoidal:
-      o.position = nn::LinearPositionEncoding::kSinusoidal;
-      o.sinusoidal_base = p.sinusoidal().base();
-      break;
-    case recipes::Position::kLearnedAbsolute:
-      o.position = nn::LinearPositionEncoding::kLearned;
-      o.max_positions = p.learned_absolute().max_positions();
-      break;
-    case recipes::Position::kRope:
-      o.position = nn::LinearPositionEncoding::kLrpe;
-      o.lrpe = nn::rope_options(o.dim / o.heads, pairing_of(p.rope().pairing()), p.rope().base());
-      break;
-    case recipes::Position::kLrpe: {
-      o.position = nn::LinearPositionEncoding::kLrpe;
-      const recipes::Lrpe& l = p.lrpe();
-      o.lrpe.core = l.type() == 1   ? backend::LrpeCore::kUnitary
-                    : l.type() == 3 ? backend::LrpeCore::kPermutation
-                                    : backend::LrpeCore::kOrthogonal;
-      o.lrpe.pairing = pairing_of(l.pairing());
-      o.lrpe.p = p_of(l.p());
-      o.lrpe.learn_theta = l.learn_theta();
-      o.lrpe.theta_base = l.theta_base();
-      break;
-    }
-    case recipes::Position::kPermuteFormer:
-      o.position = nn::LinearPositionEncoding::kPermuteFormer;
-      break;
-    default:
-      fail(
-          "model.position: this encoding applies to softmax attention only, and this model "
-          "uses linear attention");
+  const std::optional<nn::PositionEncoding> position = position_of(m.position());
+  if (!position || !nn::applies_to_linear(*position)) {
+    fail(
+        "model.position: this encoding applies to softmax attention only, and this model "
+        "uses linear attention");
   }
+  o.position = *position;
 }
 
 /// Softmax attention (scale, dropout, streaming) and its encoding (the linear-only encodings
 /// are rejected, naming the field).
 void set_softmax_attention(const recipes::Model& m, models::ModelOptions& o) {
   o.attention_family = models::AttentionFamily::kSoftmax;
-  o.position = nn::LinearPositionEncoding::kNone;  // linear attention's field: unused
   const recipes::SoftmaxAttention& sa = m.attention().softmax();
   models::SoftmaxModelOptions& s = o.softmax;
   if (sa.has_scale()) s.scale = sa.scale();
@@ -127,56 +166,6 @@ void set_softmax_attention(const recipes::Model& m, models::ModelOptions& o) {
   }
   const recipes::Position& p = m.position();
   switch (p.encoding_case()) {
-    case recipes::Position::kNone:
-      s.encoding = "none";
-      break;
-    case recipes::Position::kSinusoidal:
-      s.encoding = "sinusoidal";
-      o.sinusoidal_base = p.sinusoidal().base();
-      break;
-    case recipes::Position::kLearnedAbsolute:
-      s.encoding = "learned";
-      o.max_positions = p.learned_absolute().max_positions();
-      break;
-    case recipes::Position::kRope:
-      s.encoding = p.rope().pairing() == recipes::HALF ? "rope_half" : "rope";
-      s.params.rope_base = p.rope().base();
-      break;
-    case recipes::Position::kShaw: {
-      const recipes::Shaw& shaw = p.shaw();
-      s.encoding = "shaw";
-      s.params.shaw_clip = shaw.clip();
-      s.params.shaw_values = shaw.values();
-      s.shaw_clip_left = shaw.has_clip_left() ? shaw.clip_left() : -1;
-      s.shaw_clip_right = shaw.has_clip_right() ? shaw.clip_right() : -1;
-      break;
-    }
-    case recipes::Position::kTransformerXl: {
-      const recipes::TransformerXl& xl = p.transformer_xl();
-      s.encoding = "transformer_xl";
-      s.params.xl_pe_dim = xl.has_pe_width() ? xl.pe_width() : 0;
-      s.params.xl_layout = xl.layout() == recipes::TransformerXl::CONCATENATED
-                               ? nn::SinusoidLayout::kConcatenated
-                               : nn::SinusoidLayout::kInterleaved;
-      s.xl_base = xl.base();
-      break;
-    }
-    case recipes::Position::kSkew:
-      s.encoding = "skew";
-      s.params.skew_max_len = p.skew().max_len();
-      s.params.skew_per_head = p.skew().per_head();
-      break;
-    case recipes::Position::kT5: {
-      const recipes::T5& t5 = p.t5();
-      s.encoding = "t5";
-      s.params.t5_buckets = t5.buckets();
-      s.params.t5_max_distance = t5.max_distance();
-      if (t5.has_bidirectional()) s.t5_bidirectional = t5.bidirectional();
-      break;
-    }
-    case recipes::Position::kAlibi:
-      s.encoding = "alibi";
-      break;
     case recipes::Position::kLrpe:
       fail(
           "model.position.lrpe: LRPE acts on linear-attention features, and this model uses "
@@ -189,6 +178,8 @@ void set_softmax_attention(const recipes::Model& m, models::ModelOptions& o) {
           "{{}} }} or a softmax encoding (rope, shaw, transformer_xl, skew, t5, alibi)");
     case recipes::Position::ENCODING_NOT_SET:
       fail("model.position: no positional encoding chosen (none {{}} is NoPE)");
+    default:
+      o.position = *position_of(p);
   }
 }
 
@@ -214,8 +205,8 @@ models::ModelOptions model_options_from_recipe(const recipes::Recipe& recipe, in
   o.heads = m.heads();
   o.ffn_dim = m.has_ffn_width() ? m.ffn_width() : 4 * m.width();
   o.activation = activation_of(m.ffn_activation());
-  o.norm_placement =
-      m.norm_placement() == recipes::Model::POST_NORM ? models::NormPlacement::kPost : models::NormPlacement::kPre;
+  o.norm_placement = m.norm_placement() == recipes::Model::POST_NORM ? models::NormPlacement::kPost
+                                                                     : models::NormPlacement::kPre;
   o.final_norm = m.final_norm();
   o.norm_eps = m.norm_eps();
   o.attention.norm_eps = m.norm_eps();

@@ -25,7 +25,6 @@ ModelOptions tiny(models::ModelKind kind, bool tied, DType dtype) {
   o.layers = 2;
   o.heads = 2;
   o.ffn_dim = 16;
-  o.max_positions = 32;
   o.tie_embeddings = tied;
   o.dtype = dtype;
   o.init_std = 0.3;  // large enough that every layer changes the logits visibly

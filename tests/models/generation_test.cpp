@@ -52,7 +52,6 @@ ModelOptions tiny_causal_lm(DType dtype) {
   o.layers = 2;
   o.heads = 2;
   o.ffn_dim = 32;
-  o.max_positions = 64;
   o.init_std = 0.3;  // large enough that every layer and the position encoding move the logits
   o.attention.chunk_size = 8;  // the causal forward kernel crosses several chunks
   o.dtype = dtype;
@@ -146,8 +145,7 @@ void expect_step_logits_equal_forward(const CausalLm& model, const std::vector<i
 
 struct LinearCase {
   std::string name;
-  nn::LinearPositionEncoding position;
-  std::optional<backend::LrpeCore> lrpe_core;  // with a learnable Householder P
+  nn::PositionEncoding position;  // LRPE cases: the core, with a learnable Householder P
   DType dtype;
 };
 
@@ -158,27 +156,33 @@ std::ostream& operator<<(std::ostream& os, const LinearCase& c) {
 ModelOptions linear_options(const LinearCase& c) {
   ModelOptions o = tiny_causal_lm(c.dtype);
   o.position = c.position;
-  if (c.lrpe_core) {
-    o.lrpe.core = *c.lrpe_core;
-    o.lrpe.p = nn::LrpeP::kHouseholderLearnable;
-  }
   return o;
 }
 
+/// LRPE with the given core and a learnable Householder P.
+nn::LrpeOptions lrpe_householder(backend::LrpeCore core) {
+  nn::LrpeOptions l;
+  l.core = core;
+  l.p = backend::LrpeP::kHouseholder;
+  l.learn_householder = true;
+  return l;
+}
+
 std::vector<LinearCase> linear_cases() {
-  using P = nn::LinearPositionEncoding;
   using backend::LrpeCore;
   std::vector<LinearCase> cases;
   for (DType dtype : {DType::kF64, DType::kF32}) {
     const std::string suffix = dtype == DType::kF64 ? "F64" : "F32";
-    cases.push_back({"LrpeType1Householder" + suffix, P::kLrpe, LrpeCore::kUnitary, dtype});
-    cases.push_back({"LrpeType2Householder" + suffix, P::kLrpe, LrpeCore::kOrthogonal, dtype});
-    cases.push_back({"LrpeType3Householder" + suffix, P::kLrpe, LrpeCore::kPermutation, dtype});
-    cases.push_back({"Rope" + suffix, P::kRope, std::nullopt, dtype});
-    cases.push_back({"PermuteFormer" + suffix, P::kPermuteFormer, std::nullopt, dtype});
-    cases.push_back({"None" + suffix, P::kNone, std::nullopt, dtype});
-    cases.push_back({"Sinusoidal" + suffix, P::kSinusoidal, std::nullopt, dtype});
-    cases.push_back({"LearnedAbsolute" + suffix, P::kLearned, std::nullopt, dtype});
+    cases.push_back({"LrpeType1Householder" + suffix, lrpe_householder(LrpeCore::kUnitary), dtype});
+    cases.push_back(
+        {"LrpeType2Householder" + suffix, lrpe_householder(LrpeCore::kOrthogonal), dtype});
+    cases.push_back(
+        {"LrpeType3Householder" + suffix, lrpe_householder(LrpeCore::kPermutation), dtype});
+    cases.push_back({"Rope" + suffix, nn::RopePosition{}, dtype});
+    cases.push_back({"PermuteFormer" + suffix, nn::PermuteFormerPosition{}, dtype});
+    cases.push_back({"None" + suffix, nn::NoPosition{}, dtype});
+    cases.push_back({"Sinusoidal" + suffix, nn::SinusoidalPosition{}, dtype});
+    cases.push_back({"LearnedAbsolute" + suffix, nn::LearnedPosition{64}, dtype});
   }
   return cases;
 }
@@ -216,10 +220,21 @@ INSTANTIATE_TEST_SUITE_P(Encodings, LinearGreedyGeneration, ::testing::ValuesIn(
 // ---------------------------------------------------------------------------------------------
 // Greedy generation without a recurrent form (softmax attention): full forward passes.
 
+/// The softmax encodings these tests run, by test name.
+nn::PositionEncoding softmax_encoding(const std::string& name) {
+  if (name == "none") return nn::NoPosition{};
+  if (name == "sinusoidal") return nn::SinusoidalPosition{};
+  if (name == "learned") return nn::LearnedPosition{64};
+  if (name == "rope") return nn::RopePosition{};
+  if (name == "alibi") return nn::AlibiPosition{};
+  if (name == "t5") return nn::T5Position{};
+  throw Error("unknown test encoding '" + name + "'");
+}
+
 ModelOptions softmax_options(const std::string& encoding) {
   ModelOptions o = tiny_causal_lm(DType::kF64);
   o.attention_family = AttentionFamily::kSoftmax;
-  o.softmax.encoding = encoding;
+  o.position = softmax_encoding(encoding);
   return o;
 }
 
@@ -258,10 +273,10 @@ TEST(SoftmaxCausalLm, HasNoRecurrentStep) {
 class SampledGeneration : public ::testing::TestWithParam<AttentionFamily> {};
 
 TEST_P(SampledGeneration, EqualsFullForwardDrawsFromTheSameSeed) {
-  ModelOptions o = GetParam() == AttentionFamily::kLinear
-                       ? linear_options({"", nn::LinearPositionEncoding::kLrpe,
-                                         backend::LrpeCore::kOrthogonal, DType::kF64})
-                       : softmax_options("rope");
+  ModelOptions o =
+      GetParam() == AttentionFamily::kLinear
+          ? linear_options({"", lrpe_householder(backend::LrpeCore::kOrthogonal), DType::kF64})
+          : softmax_options("rope");
   Generator init_gen(41);
   CausalLm model(o, init_gen, nullptr);
   model.eval();
@@ -455,11 +470,11 @@ class GenerateApi : public ::testing::TestWithParam<AttentionFamily> {
  protected:
   CausalLm make_model() const {
     Generator init_gen(51);
-    return CausalLm(GetParam() == AttentionFamily::kLinear
-                        ? linear_options({"", nn::LinearPositionEncoding::kLrpe,
-                                          backend::LrpeCore::kOrthogonal, DType::kF32})
-                        : softmax_options("alibi"),
-                    init_gen, nullptr);
+    return CausalLm(
+        GetParam() == AttentionFamily::kLinear
+            ? linear_options({"", lrpe_householder(backend::LrpeCore::kOrthogonal), DType::kF32})
+            : softmax_options("alibi"),
+        init_gen, nullptr);
   }
   const std::vector<int64_t> prompt_ = {4, 8, 15, 16, 23};
 };

@@ -13,6 +13,17 @@ namespace {
 using models::ModelOptions;
 using testing::allclose;
 
+/// The encodings these tests run, by test name.
+nn::PositionEncoding position_named(const std::string& name) {
+  if (name == "nope") return nn::NoPosition{};
+  if (name == "sinusoidal") return nn::SinusoidalPosition{};
+  if (name == "learned") return nn::LearnedPosition{32};
+  if (name == "rope") return nn::RopePosition{};
+  if (name == "permute_former") return nn::PermuteFormerPosition{};
+  if (name == "lrpe") return nn::LrpeOptions{};
+  throw Error("unknown test encoding '" + name + "'");
+}
+
 ModelOptions tiny(models::ModelKind kind, const std::string& position) {
   ModelOptions o;
   o.kind = kind;
@@ -21,8 +32,7 @@ ModelOptions tiny(models::ModelKind kind, const std::string& position) {
   o.layers = 2;
   o.heads = 2;
   o.ffn_dim = 16;
-  o.position = nn::parse_linear_position_encoding(position);
-  o.max_positions = 32;
+  o.position = position_named(position);
   o.dtype = DType::kF64;
   o.init_std = 0.3;  // large enough that every layer changes the logits visibly
   return o;

@@ -104,11 +104,13 @@ models::ModelOptions options_from(const nlohmann::json& cfg) {
   o.attention.feature_map = nn::FeatureMap::kOnePlusElu;
   o.attention.norm = nn::LinearAttentionNorm::kLayerNorm;
   o.attention.chunk_size = 5;  // N = 12 spans three chunks: the carried state is exercised
-  o.position = nn::LinearPositionEncoding::kLrpe;
-  o.lrpe.core = backend::LrpeCore::kOrthogonal;  // Type 2
-  o.lrpe.pairing = backend::LrpePairing::kAdjacent;
-  o.lrpe.p = nn::LrpeP::kHouseholderLearnable;
-  o.lrpe.learn_theta = true;
+  nn::LrpeOptions lrpe;
+  lrpe.core = backend::LrpeCore::kOrthogonal;  // Type 2
+  lrpe.pairing = backend::LrpePairing::kAdjacent;
+  lrpe.p = backend::LrpeP::kHouseholder;
+  lrpe.learn_householder = true;
+  lrpe.learn_theta = true;
+  o.position = lrpe;
   o.add_sinusoidal = false;
   o.dtype = DType::kF64;
   return o;

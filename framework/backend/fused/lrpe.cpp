@@ -87,7 +87,7 @@ LrpeDims check_inputs(const char* op, const LrpeKernelConfig& c, const Tensor& x
         "{}: theta must be [{}] {} for x {}, got {}", op, s.m, dtype_name(x.dtype()),
         shape_str(x.shape()), theta.defined() ? shape_str(theta.shape()) : "none");
   }
-  if (c.mix == LrpeMix::kHouseholder) {
+  if (c.p == LrpeP::kHouseholder) {
     ROTA_CHECK(w.defined() && w.dim() == 1 && w.size(0) == s.d && w.dtype() == x.dtype(),
                "{}: Householder vector must be [{}] {}, got {}", op, s.d, dtype_name(x.dtype()),
                w.defined() ? shape_str(w.shape()) : "none");
@@ -189,11 +189,11 @@ struct PositionTables {
 // Each variant gets its own instantiation so that no switch runs per row or per element and
 // the element loops are plain strided-1 loops GCC vectorises.
 
-template <LrpeCore kCore, LrpePairing kPairing, LrpeMix kMix, int64_t kDim = 0>
+template <LrpeCore kCore, LrpePairing kPairing, LrpeP kP, int64_t kDim = 0>
 struct Variant {
   static constexpr LrpeCore core = kCore;
   static constexpr LrpePairing pairing = kPairing;
-  static constexpr LrpeMix mix = kMix;
+  static constexpr LrpeP p = kP;
   static constexpr int64_t dim = kDim;  // D when fixed at compile time, else 0
 };
 
@@ -205,16 +205,16 @@ constexpr int64_t kFixedDims[] = {32, 64, 128};
 // head dimension d.
 template <typename F>
 void with_variant(const LrpeKernelConfig& c, int64_t d, F&& f) {
-  auto with_mix = [&](auto core, auto pairing) {
+  auto with_p = [&](auto core, auto pairing) {
     constexpr LrpeCore kc = decltype(core)::value;
     constexpr LrpePairing kp = decltype(pairing)::value;
-    switch (c.mix) {
-      case LrpeMix::kIdentity:
-        return f(Variant<kc, kp, LrpeMix::kIdentity>{});
-      case LrpeMix::kHouseholder:
-        return f(Variant<kc, kp, LrpeMix::kHouseholder>{});
-      case LrpeMix::kOddEven:
-        return f(Variant<kc, kp, LrpeMix::kOddEven>{});
+    switch (c.p) {
+      case LrpeP::kIdentity:
+        return f(Variant<kc, kp, LrpeP::kIdentity>{});
+      case LrpeP::kHouseholder:
+        return f(Variant<kc, kp, LrpeP::kHouseholder>{});
+      case LrpeP::kOddEven:
+        return f(Variant<kc, kp, LrpeP::kOddEven>{});
     }
   };
   // Type 2, identity or Householder, d one of kFixedDims.
@@ -223,8 +223,8 @@ void with_variant(const LrpeKernelConfig& c, int64_t d, F&& f) {
     constexpr LrpeCore kc = LrpeCore::kOrthogonal;
     auto with_dim = [&](auto dim) {
       constexpr int64_t kd = decltype(dim)::value;
-      if (c.mix == LrpeMix::kIdentity) return f(Variant<kc, kp, LrpeMix::kIdentity, kd>{});
-      return f(Variant<kc, kp, LrpeMix::kHouseholder, kd>{});
+      if (c.p == LrpeP::kIdentity) return f(Variant<kc, kp, LrpeP::kIdentity, kd>{});
+      return f(Variant<kc, kp, LrpeP::kHouseholder, kd>{});
     };
     if (d == kFixedDims[0]) return with_dim(std::integral_constant<int64_t, kFixedDims[0]>{});
     if (d == kFixedDims[1]) return with_dim(std::integral_constant<int64_t, kFixedDims[1]>{});
@@ -233,20 +233,20 @@ void with_variant(const LrpeKernelConfig& c, int64_t d, F&& f) {
   using Adjacent = std::integral_constant<LrpePairing, LrpePairing::kAdjacent>;
   using Half = std::integral_constant<LrpePairing, LrpePairing::kHalf>;
   const bool fixed =
-      c.core == LrpeCore::kOrthogonal && c.mix != LrpeMix::kOddEven &&
+      c.core == LrpeCore::kOrthogonal && c.p != LrpeP::kOddEven &&
       std::find(std::begin(kFixedDims), std::end(kFixedDims), d) != std::end(kFixedDims);
   switch (c.core) {
     case LrpeCore::kUnitary:
-      return with_mix(std::integral_constant<LrpeCore, LrpeCore::kUnitary>{}, Adjacent{});
+      return with_p(std::integral_constant<LrpeCore, LrpeCore::kUnitary>{}, Adjacent{});
     case LrpeCore::kOrthogonal:
       if (c.pairing == LrpePairing::kHalf) {
         if (fixed) return with_fixed_dim(Half{});
-        return with_mix(std::integral_constant<LrpeCore, LrpeCore::kOrthogonal>{}, Half{});
+        return with_p(std::integral_constant<LrpeCore, LrpeCore::kOrthogonal>{}, Half{});
       }
       if (fixed) return with_fixed_dim(Adjacent{});
-      return with_mix(std::integral_constant<LrpeCore, LrpeCore::kOrthogonal>{}, Adjacent{});
+      return with_p(std::integral_constant<LrpeCore, LrpeCore::kOrthogonal>{}, Adjacent{});
     case LrpeCore::kPermutation:
-      return with_mix(std::integral_constant<LrpeCore, LrpeCore::kPermutation>{}, Adjacent{});
+      return with_p(std::integral_constant<LrpeCore, LrpeCore::kPermutation>{}, Adjacent{});
   }
 }
 
@@ -353,10 +353,10 @@ inline int64_t dim_of(const RowContext<T>& ctx) {
 // u = P x for one row (xw = x·w for Householder); returns the row to use as u: x itself
 // for the identity, else scratch. x, scratch: [D].
 template <typename V, typename T>
-inline const T* mix_forward(const RowContext<T>& ctx, const T* x, T xw, T* scratch) {
-  if constexpr (V::mix == LrpeMix::kIdentity) {
+inline const T* apply_p(const RowContext<T>& ctx, const T* x, T xw, T* scratch) {
+  if constexpr (V::p == LrpeP::kIdentity) {
     return x;
-  } else if constexpr (V::mix == LrpeMix::kHouseholder) {
+  } else if constexpr (V::p == LrpeP::kHouseholder) {
     axpy(x, T(-2) * xw, ctx.w, scratch, dim_of<V>(ctx));
     return scratch;
   } else {
@@ -401,8 +401,8 @@ void forward_rows(const RowContext<T>& ctx, const T* x, T* y, int64_t row_begin,
       ctx.one_plus_elu(xr, phi.data(), d);
       xr = phi.data();
     }
-    const T xw = V::mix == LrpeMix::kHouseholder ? dot(xr, ctx.w, d) : T(0);
-    core_forward<V>(ctx, r, mix_forward<V>(ctx, xr, xw, scratch.data()), y + row * f);
+    const T xw = V::p == LrpeP::kHouseholder ? dot(xr, ctx.w, d) : T(0);
+    core_forward<V>(ctx, r, apply_p<V>(ctx, xr, xw, scratch.data()), y + row * f);
     if (++r == ctx.n) {
       r = 0;
       ++g;
@@ -447,7 +447,7 @@ void flush_accumulators(const RowContext<T>& ctx, GradAccumulators<T>& acc, doub
     }
   }
   std::fill(acc.theta.begin(), acc.theta.end(), T(0));
-  if constexpr (V::mix == LrpeMix::kHouseholder) {
+  if constexpr (V::p == LrpeP::kHouseholder) {
     for (int64_t j = 0; j < dim_of<V>(ctx); ++j) gw[j] += -2.0 * static_cast<double>(acc.w[j]);
     std::fill(acc.w.begin(), acc.w.end(), T(0));
   }
@@ -465,7 +465,7 @@ void backward_rows(const RowContext<T>& ctx, const T* x, const T* grad_y, T* dx,
   std::vector<T> scratch_u(d), scratch_gu(d), phi(ctx.one_plus_elu ? d : 0);
   GradAccumulators<T> acc;
   acc.theta.assign(t.width, T(0));
-  if constexpr (V::mix == LrpeMix::kHouseholder) acc.w.assign(d, T(0));
+  if constexpr (V::p == LrpeP::kHouseholder) acc.w.assign(d, T(0));
   int64_t r = row_begin % ctx.n;   // position index of the row (no division per row)
   int64_t gi = row_begin / ctx.n;  // matrix of the row
   for (int64_t row = row_begin; row < row_end; ++row) {
@@ -477,10 +477,10 @@ void backward_rows(const RowContext<T>& ctx, const T* x, const T* grad_y, T* dx,
     }
     const T* gy = grad_y + row * f;
     T* gx = dx + ctx.dx_at[gi] + r * ctx.dx_ld;
-    const T xw = V::mix == LrpeMix::kHouseholder ? dot(xr, ctx.w, d) : T(0);
-    const T* u = mix_forward<V>(ctx, xr, xw, scratch_u.data());
+    const T xw = V::p == LrpeP::kHouseholder ? dot(xr, ctx.w, d) : T(0);
+    const T* u = apply_p<V>(ctx, xr, xw, scratch_u.data());
     // gu = Λ(s)ᵀ gy (written straight into gx when P is the identity), and θ's gradient.
-    T* gu = V::mix == LrpeMix::kIdentity ? gx : scratch_gu.data();
+    T* gu = V::p == LrpeP::kIdentity ? gx : scratch_gu.data();
     if constexpr (V::core == LrpeCore::kUnitary) {
       const T* cs = t.cos.data() + r * t.width;
       const T* sn = t.sin.data() + r * t.width;
@@ -499,12 +499,12 @@ void backward_rows(const RowContext<T>& ctx, const T* x, const T* grad_y, T* dx,
       for (int64_t j = 0; j < d; ++j) gu[pp[j]] = gy[j];
     }
     // gx = Pᵀ gu, and w's gradient.
-    if constexpr (V::mix == LrpeMix::kHouseholder) {
+    if constexpr (V::p == LrpeP::kHouseholder) {
       const T guw = dot(gu, ctx.w, d);
       axpy(gu, T(-2) * guw, ctx.w, gx, d);
       T* aw = acc.w.data();
       for (int64_t j = 0; j < d; ++j) aw[j] += xw * gu[j] + guw * xr[j];
-    } else if constexpr (V::mix == LrpeMix::kOddEven) {
+    } else if constexpr (V::p == LrpeP::kOddEven) {
       const int64_t* idx = t.odd_even.data();
       for (int64_t j = 0; j < d; ++j) gx[idx[j]] = gu[j];
     }
@@ -665,7 +665,7 @@ PositionTables<T> build_tables(const LrpeKernelConfig& c, const LrpeDims& s, con
       }
     });
   }
-  if (c.mix == LrpeMix::kOddEven) {
+  if (c.p == LrpeP::kOddEven) {
     const int64_t h = (s.d + 1) / 2;
     t.odd_even.resize(s.d);
     for (int64_t j = 0; j < s.d; ++j) t.odd_even[j] = j % 2 == 0 ? j / 2 : h + (j - 1) / 2;
@@ -708,7 +708,7 @@ Tensor lrpe_forward(const LrpeKernelConfig& c, const Tensor& x_in, const Tensor&
     using T = decltype(tag);
     const Isa isa = f32_isa();
     const PositionTables<T> t = build_tables<T>(c, s, theta, permutation, isa);
-    const Tensor w = c.mix == LrpeMix::kHouseholder ? w_in.contiguous() : Tensor();
+    const Tensor w = c.p == LrpeP::kHouseholder ? w_in.contiguous() : Tensor();
     const RowContext<T> ctx{&t,
                             w.defined() ? w.data<T>() : nullptr,
                             s.d,
@@ -751,7 +751,7 @@ LrpeGrads lrpe_backward(const LrpeKernelConfig& c, const Tensor& x_in, const Ten
     using T = decltype(tag);
     const Isa isa = f32_isa();
     const PositionTables<T> t = build_tables<T>(c, s, theta, permutation, isa);
-    const bool householder = c.mix == LrpeMix::kHouseholder;
+    const bool householder = c.p == LrpeP::kHouseholder;
     const Tensor w = householder ? w_in.contiguous() : Tensor();
     const RowContext<T> ctx{&t,
                             householder ? w.data<T>() : nullptr,

@@ -19,7 +19,9 @@ enum class LrpeCore {
 enum class LrpePairing { kAdjacent, kHalf };
 
 /// The orthogonal P applied before Λ(s) (the trailing Pᴴ is dropped: exact for orthogonal P).
-enum class LrpeMix {
+/// This is what the kernel applies; whether a Householder vector is trained or frozen is the
+/// module's choice (nn::LrpeOptions::learn_householder).
+enum class LrpeP {
   kIdentity,
   kHouseholder,  // u = x − 2(x·w)w with a unit vector w: [D]
   kOddEven,      // u[2k] = x[k], u[2k+1] = x[⌈D/2⌉+k]
@@ -28,7 +30,7 @@ enum class LrpeMix {
 struct LrpeKernelConfig {
   LrpeCore core = LrpeCore::kOrthogonal;
   LrpePairing pairing = LrpePairing::kAdjacent;
-  LrpeMix mix = LrpeMix::kHouseholder;
+  LrpeP p = LrpeP::kHouseholder;
   int64_t offset = 0;  // position of the first row (s = offset + n), for cached generation
   /// Apply LRPE to φ(x) = 1 + elu(x) instead of x (linear attention's feature map, fused): the
   /// forward maps each row on the fly; the backward recomputes φ(x) and multiplies the input
@@ -41,7 +43,7 @@ int64_t lrpe_output_dim(LrpeCore core, int64_t d);
 
 /// x: [..., N, D] (positions along N; any view whose last dim is unit-stride is read in place,
 /// e.g. the head view [B, H, N, D] of a [B, N, 3E] projection); theta: [D] (Type 1), [⌊D/2⌋] (Type
-/// 2), undefined (Type 3); w: [D] unit vector when mix = Householder, else undefined; permutation:
+/// 2), undefined (Type 3); w: [D] unit vector when p = Householder, else undefined; permutation:
 /// [D] i64 when core = Type 3, else undefined. Returns y: [..., N, F].
 Tensor lrpe_forward(const LrpeKernelConfig& config, const Tensor& x, const Tensor& theta,
                     const Tensor& w, const Tensor& permutation);

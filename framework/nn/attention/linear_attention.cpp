@@ -9,31 +9,8 @@
 #include "framework/autograd/ops/linear_attention.h"
 #include "framework/autograd/ops/shape.h"
 #include "framework/backend/fused/linear_attention.h"
-#include "framework/nn/position/linear_position.h"
 
 namespace rota::nn {
-
-LinearAttentionOptions with_position_encoding(LinearAttentionOptions options,
-                                              const std::string& name, const LrpeOptions& lrpe) {
-  options.lrpe.reset();
-  options.permute_former = false;
-  switch (parse_linear_position_encoding(name)) {
-    case LinearPositionEncoding::kNone:
-    case LinearPositionEncoding::kSinusoidal:
-    case LinearPositionEncoding::kLearned:
-      break;
-    case LinearPositionEncoding::kRope:
-      options.lrpe = rope_options(options.dim / std::max<int64_t>(options.heads, 1));
-      break;
-    case LinearPositionEncoding::kPermuteFormer:
-      options.permute_former = true;
-      break;
-    case LinearPositionEncoding::kLrpe:
-      options.lrpe = lrpe;
-      break;
-  }
-  return options;
-}
 
 LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generator& gen)
     : options_(options) {
@@ -42,6 +19,11 @@ LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generato
              "LinearAttention: dim {} must be a positive multiple of heads {}", e, options.heads);
   ROTA_CHECK(options.chunk_size >= 1, "LinearAttention: chunk_size must be >= 1, got {}",
              options.chunk_size);
+  ROTA_CHECK(applies_to_linear(options.position),
+             "LinearAttention: positional encoding '{}' applies to softmax attention only; linear "
+             "attention takes none, sinusoidal, learned_absolute (both added to the embeddings "
+             "by the model), rope, lrpe or permute_former",
+             position_encoding_name(options.position));
   const LinearOptions proj{e, e, true, options.dtype, options.init_std};
   q_proj_ = register_module("q_proj", std::make_shared<Linear>(proj, gen));
   k_proj_ = register_module("k_proj", std::make_shared<Linear>(proj, gen));
@@ -56,17 +38,20 @@ LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generato
         register_module("norm", std::make_shared<RMSNorm>(NormOptions{
                                     e, options.norm_eps.value_or(1e-6), true, options.dtype}));
   }
-  ROTA_CHECK(!(options.lrpe && options.permute_former),
-             "LinearAttention: choose LRPE or PermuteFormer, not both");
-  if (options.permute_former) {
+  if (std::holds_alternative<PermuteFormerPosition>(options.position)) {
     permute_former_ = register_module(
         "permute_former", std::make_shared<PermuteFormer>(options.heads, head_dim(), gen));
   }
-  if (options.lrpe) {
-    LrpeOptions lo = *options.lrpe;
-    lo.head_dim = head_dim();
-    lo.dtype = options.dtype;
-    lrpe_ = register_module("lrpe", std::make_shared<Lrpe>(lo, gen));
+  std::optional<LrpeOptions> lrpe;
+  if (const auto* rope = std::get_if<RopePosition>(&options.position)) {
+    lrpe = rope_options(head_dim(), rope->pairing, rope->base);
+  } else if (const auto* l = std::get_if<LrpeOptions>(&options.position)) {
+    lrpe = *l;
+  }
+  if (lrpe) {
+    lrpe->head_dim = head_dim();
+    lrpe->dtype = options.dtype;
+    lrpe_ = register_module("lrpe", std::make_shared<Lrpe>(*lrpe, gen));
   }
   if (options.norm == LinearAttentionNorm::kDenominator) {
     // φ(q)·Σφ(k) is only a valid normaliser when every feature is >= 0; otherwise it can be

@@ -3,13 +3,13 @@
 
 #include <memory>
 #include <optional>
-#include <string>
 
 #include "framework/nn/attention/feature_map.h"
 #include "framework/nn/linear.h"
 #include "framework/nn/norm.h"
 #include "framework/nn/position/lrpe.h"
 #include "framework/nn/position/permute_former.h"
+#include "framework/nn/position/position_encoding.h"
 
 namespace rota::nn {
 
@@ -27,21 +27,15 @@ struct LinearAttentionOptions {
   FeatureMap feature_map = FeatureMap::kOnePlusElu;
   LinearAttentionNorm norm = LinearAttentionNorm::kLayerNorm;
   double denominator_eps = 1e-6;
-  std::optional<double> norm_eps;   // eps of the output norm; default 1e-5 LayerNorm, 1e-6 RMSNorm
-  int64_t chunk_size = 64;          // causal kernel's chunk C
-  std::optional<LrpeOptions> lrpe;  // positional encoding of the features (head_dim is set
-                                    // from dim / heads); none = NoPE inside attention
-  bool permute_former = false;      // the PER baseline instead of LRPE (exclusive with lrpe)
-  double init_std = 0.0;            // see LinearOptions::init_std
+  std::optional<double> norm_eps;  // eps of the output norm; default 1e-5 LayerNorm, 1e-6 RMSNorm
+  int64_t chunk_size = 64;         // causal kernel's chunk C
+  /// Positional encoding of the features: RoPE, LRPE (head_dim and dtype are filled in from the
+  /// layer) or PermuteFormer. None and the absolute encodings (added to the embeddings by the
+  /// model) leave attention without one; the softmax-only encodings are refused.
+  PositionEncoding position = NoPosition{};
+  double init_std = 0.0;  // see LinearOptions::init_std
   DType dtype = DType::kF32;
 };
-
-/// Sets the feature-level encoding of `options` from a family name ("nope", "rope",
-/// "permute_former", "lrpe" with `lrpe` giving Type × P × θ; "sinusoidal" and "learned" act on
-/// the embeddings, so they leave attention without an encoding). Returns the updated options.
-LinearAttentionOptions with_position_encoding(LinearAttentionOptions options,
-                                              const std::string& name,
-                                              const LrpeOptions& lrpe = LrpeOptions{});
 
 /// Carried state for token-by-token generation: S = Σ k̃ᵀ [v, 1] per head and the position of
 /// the next token.
@@ -51,7 +45,7 @@ struct LinearAttentionState {
 };
 
 /// Children: `q_proj`, `k_proj`, `v_proj`, `out_proj` (Linear with bias), `norm` (LayerNorm /
-/// RMSNorm over E, absent with the denominator), `lrpe` or `permute_former` (when configured).
+/// RMSNorm over E, absent with the denominator), `lrpe` (LRPE and RoPE) or `permute_former`.
 class LinearAttention : public Module {
  public:
   LinearAttention(const LinearAttentionOptions& options, Generator& gen);

@@ -5,6 +5,9 @@
 
 #include "framework/autograd/ops/shape.h"
 #include "framework/nn/position/alibi.h"
+#include "framework/nn/position/relative_xl.h"
+#include "framework/nn/position/shaw.h"
+#include "framework/nn/position/skew.h"
 #include "framework/nn/position/t5_bias.h"
 
 namespace rota::nn {
@@ -35,44 +38,62 @@ Variable attend_softmax_relative(const Variable& q, const Variable& k, const Var
                                     call.generator);
 }
 
-SoftmaxEncodingOptions parse_softmax_encoding(const std::string& name) {
-  SoftmaxEncodingOptions o;
-  if (name == "none" || name == "nope") {
-    o.kind = SoftmaxEncodingKind::kNone;
-  } else if (name == "rope" || name == "rope_adjacent") {
-    o.kind = SoftmaxEncodingKind::kRope;
-    o.rope_pairing = backend::LrpePairing::kAdjacent;
-  } else if (name == "rope_half") {
-    o.kind = SoftmaxEncodingKind::kRope;
-    o.rope_pairing = backend::LrpePairing::kHalf;
-  } else if (name == "alibi") {
-    o.kind = SoftmaxEncodingKind::kAlibi;
-  } else if (name == "t5") {
-    o.kind = SoftmaxEncodingKind::kT5;
-  } else {
-    fail(
-        "softmax attention: unknown encoding '{}' (expected none|nope, rope|rope_adjacent, "
-        "rope_half, alibi, t5; relative encodings such as Shaw or XL are passed as a custom "
-        "RelativeAttentionEncoding)",
-        name);
+SoftmaxPositionModules softmax_position_modules(const SoftmaxAttentionOptions& options,
+                                                Generator& gen) {
+  ROTA_CHECK(applies_to_softmax(options.position),
+             "SoftmaxAttention: positional encoding '{}' acts on linear-attention features; "
+             "softmax attention takes none, sinusoidal, learned_absolute (both added to the "
+             "embeddings by the model), rope, alibi, t5, shaw, transformer_xl or skew",
+             position_encoding_name(options.position));
+  ROTA_CHECK(options.dim > 0 && options.heads > 0 && options.dim % options.heads == 0,
+             "SoftmaxAttention: dim {} must be a positive multiple of heads {}", options.dim,
+             options.heads);
+  const int64_t d = options.dim / options.heads;
+  SoftmaxPositionModules out;
+  const PositionEncoding& position = options.position;
+  if (const auto* rope = std::get_if<RopePosition>(&position)) {
+    ROTA_CHECK(d % 2 == 0, "SoftmaxAttention: RoPE needs an even head dim, got {}", d);
+    out.rope =
+        std::make_shared<Lrpe>(rope_options(d, rope->pairing, rope->base, options.dtype), gen);
+  } else if (std::holds_alternative<AlibiPosition>(position)) {
+    out.relative = std::make_shared<Alibi>(options.heads);
+  } else if (const auto* t5 = std::get_if<T5Position>(&position)) {
+    T5BiasOptions o;
+    o.heads = options.heads;
+    o.num_buckets = t5->buckets;
+    o.max_distance = t5->max_distance;
+    o.bidirectional = t5->bidirectional.value_or(!options.causal);
+    o.init_std = 1.0 / std::sqrt(static_cast<double>(options.dim));  // HF: d_model^−1/2
+    o.dtype = options.dtype;
+    out.relative = std::make_shared<T5RelativeBias>(o, gen);
+  } else if (const auto* shaw = std::get_if<ShawPosition>(&position)) {
+    ShawOptions o;
+    o.head_dim = d;
+    o.clip = shaw->clip;
+    o.clip_left = shaw->clip_left.value_or(-1);
+    o.clip_right = shaw->clip_right.value_or(-1);
+    o.values = shaw->values;
+    o.dtype = options.dtype;
+    out.relative = std::make_shared<ShawRelativeEncoding>(o, gen);
+  } else if (const auto* xl = std::get_if<TransformerXlPosition>(&position)) {
+    RelativeXlOptions o;
+    o.heads = options.heads;
+    o.head_dim = d;
+    o.pe_dim = xl->pe_dim;
+    o.base = xl->base;
+    o.layout = xl->layout;
+    o.dtype = options.dtype;
+    out.relative = std::make_shared<RelativeXlEncoding>(o, gen);
+  } else if (const auto* skew = std::get_if<SkewPosition>(&position)) {
+    SkewOptions o;
+    o.head_dim = d;
+    o.max_len = skew->max_len;
+    o.heads = options.heads;
+    o.per_head = skew->per_head;
+    o.dtype = options.dtype;
+    out.relative = std::make_shared<SkewRelativeEncoding>(o, gen);
   }
-  return o;
-}
-
-std::string softmax_encoding_name(const SoftmaxEncodingOptions& encoding) {
-  switch (encoding.kind) {
-    case SoftmaxEncodingKind::kNone:
-      return "none";
-    case SoftmaxEncodingKind::kRope:
-      return encoding.rope_pairing == backend::LrpePairing::kHalf ? "rope_half" : "rope";
-    case SoftmaxEncodingKind::kAlibi:
-      return "alibi";
-    case SoftmaxEncodingKind::kT5:
-      return "t5";
-    case SoftmaxEncodingKind::kCustom:
-      return "custom";
-  }
-  return "none";
+  return out;
 }
 
 SoftmaxAttention::SoftmaxAttention(const SoftmaxAttentionOptions& options, Generator& gen,
@@ -87,6 +108,13 @@ SoftmaxAttention::SoftmaxAttention(const SoftmaxAttentionOptions& options, Gener
              "SoftmaxAttention: dropout {} needs a dropout generator", options.dropout);
   ROTA_CHECK(!options.scale || std::isfinite(*options.scale),
              "SoftmaxAttention: scale must be finite");
+  // Shaw, XL and skew draw their tables before the projections and T5 after them: the orders
+  // models have always used, so a seed gives the same weights.
+  const bool tables_first = std::holds_alternative<ShawPosition>(options.position) ||
+                            std::holds_alternative<TransformerXlPosition>(options.position) ||
+                            std::holds_alternative<SkewPosition>(options.position);
+  SoftmaxPositionModules position;
+  if (!options.custom_encoding && tables_first) position = softmax_position_modules(options, gen);
   q_proj_ = register_module(
       "q_proj", std::make_shared<Linear>(
                     LinearOptions{e, e, options.bias, options.dtype, options.init_std}, gen));
@@ -99,38 +127,13 @@ SoftmaxAttention::SoftmaxAttention(const SoftmaxAttentionOptions& options, Gener
   out_proj_ = register_module(
       "out_proj", std::make_shared<Linear>(
                       LinearOptions{e, e, options.bias, options.dtype, options.init_std}, gen));
-  const SoftmaxEncodingOptions& enc = options.encoding;
-  switch (enc.kind) {
-    case SoftmaxEncodingKind::kNone:
-      break;
-    case SoftmaxEncodingKind::kRope:
-      ROTA_CHECK(head_dim() % 2 == 0, "SoftmaxAttention: RoPE needs an even head dim, got {}",
-                 head_dim());
-      rope_ = register_module(
-          "rope",
-          std::make_shared<Lrpe>(
-              rope_options(head_dim(), enc.rope_pairing, enc.rope_base, options.dtype), gen));
-      break;
-    case SoftmaxEncodingKind::kAlibi:
-      relative_ = register_module("position", std::make_shared<Alibi>(options.heads));
-      break;
-    case SoftmaxEncodingKind::kT5: {
-      T5BiasOptions t5;
-      t5.heads = options.heads;
-      t5.num_buckets = enc.t5_num_buckets;
-      t5.max_distance = enc.t5_max_distance;
-      t5.bidirectional = enc.t5_bidirectional.value_or(!options.causal);
-      t5.init_std = 1.0 / std::sqrt(static_cast<double>(e));  // HF: d_model^−1/2
-      t5.dtype = options.dtype;
-      relative_ = register_module("position", std::make_shared<T5RelativeBias>(t5, gen));
-      break;
-    }
-    case SoftmaxEncodingKind::kCustom:
-      ROTA_CHECK(enc.custom != nullptr,
-                 "SoftmaxAttention: encoding kind custom needs SoftmaxEncodingOptions::custom");
-      relative_ = register_module("position", enc.custom);
-      break;
+  if (options.custom_encoding) {
+    position.relative = options.custom_encoding;
+  } else if (!tables_first) {
+    position = softmax_position_modules(options, gen);
   }
+  if (position.rope) rope_ = register_module("rope", position.rope);
+  if (position.relative) relative_ = register_module("position", position.relative);
 }
 
 double SoftmaxAttention::scale() const {

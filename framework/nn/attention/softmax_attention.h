@@ -3,13 +3,12 @@
 
 #include <memory>
 #include <optional>
-#include <string>
 
 #include "framework/autograd/ops/softmax_attention.h"
-#include "framework/backend/fused/lrpe.h"
 #include "framework/nn/attention/attention_call.h"
 #include "framework/nn/linear.h"
 #include "framework/nn/position/lrpe.h"
+#include "framework/nn/position/position_encoding.h"
 
 namespace rota::nn {
 
@@ -27,38 +26,6 @@ Variable attend_softmax(const Variable& q, const Variable& k, const Variable& v,
 Variable attend_softmax_relative(const Variable& q, const Variable& k, const Variable& v,
                                  const Variable& table, const AttentionCall& call);
 
-/// Positional encoding used inside the attention. Absolute embeddings (sinusoidal, learned:
-/// framework/nn/position/absolute.h) are added to the token embeddings by the model instead and
-/// combine with kNone.
-enum class SoftmaxEncodingKind {
-  kNone,    // NoPE: ℓ_ij = s·q_i·k_j
-  kRope,    // rotary: q at position query_offset + i, k at j, rotated before the product
-  kAlibi,   // ℓ_ij += −m_h·|t_ij|
-  kT5,      // ℓ_ij += B[β(t_ij), h], learned per layer (share one via kCustom)
-  kCustom,  // any RelativeAttentionEncoding supplied by the caller (Shaw, XL, skew, ...)
-};
-
-struct SoftmaxEncodingOptions {
-  SoftmaxEncodingKind kind = SoftmaxEncodingKind::kNone;
-  // RoPE
-  backend::LrpePairing rope_pairing = backend::LrpePairing::kAdjacent;
-  double rope_base = 10000.0;
-  // T5
-  int64_t t5_num_buckets = 32;
-  int64_t t5_max_distance = 128;
-  std::optional<bool> t5_bidirectional;  // default: !causal
-  // kCustom: registered as the child `position` (parameters shared if the same instance is
-  // given to several layers).
-  std::shared_ptr<RelativeAttentionEncoding> custom;
-};
-
-/// Parses the encodings this layer builds itself: "none" | "nope", "rope" | "rope_adjacent",
-/// "rope_half", "alibi", "t5". Unknown names throw, listing the accepted ones.
-SoftmaxEncodingOptions parse_softmax_encoding(const std::string& name);
-/// The canonical name of kind (and pairing for RoPE): "none", "rope", "rope_half", "alibi",
-/// "t5", "custom".
-std::string softmax_encoding_name(const SoftmaxEncodingOptions& encoding);
-
 struct SoftmaxAttentionOptions {
   int64_t dim = 0;     // E: query input and output width
   int64_t heads = 1;   // H; head dim D = E / H
@@ -67,10 +34,33 @@ struct SoftmaxAttentionOptions {
   std::optional<double> scale;  // s; default 1/√D (T5-faithful runs: 1)
   double dropout = 0.0;         // attention dropout on the probabilities (training only)
   bool bias = true;             // biases of the q/k/v/out projections
-  SoftmaxEncodingOptions encoding;
+  /// The positional encoding, built by softmax_position_modules: none and the absolute
+  /// encodings (added to the embeddings by the model) leave the attention without one; RoPE,
+  /// ALiBi, T5, Shaw, Transformer-XL and the skew act inside it; LRPE and PermuteFormer are
+  /// refused.
+  PositionEncoding position = NoPosition{};
+  /// A caller-built encoding used instead of building one from `position` (registered as the
+  /// child `position`; the same instance given to several layers shares its parameters, as
+  /// T5's one bias table per stack). Any RelativeAttentionEncoding: Shaw, XL, skew, ALiBi, T5.
+  std::shared_ptr<RelativeAttentionEncoding> custom_encoding;
   double init_std = 0.0;  // see LinearOptions::init_std
   DType dtype = DType::kF32;
 };
+
+/// What softmax attention builds for its positional encoding (at most one is set).
+struct SoftmaxPositionModules {
+  std::shared_ptr<Lrpe> rope;                           // RoPE: rotates q and k (child `rope`)
+  std::shared_ptr<RelativeAttentionEncoding> relative;  // ALiBi, T5, Shaw, XL, skew (`position`)
+};
+
+/// The one factory from options.position to the modules of a softmax-attention layer with
+/// options.dim, heads, causal and dtype: nothing for none and the absolute encodings; a frozen
+/// Lrpe (rope_options) for RoPE (even head dim); Alibi; T5RelativeBias (bidirectional unless
+/// causal, table init normal(0, E^−1/2) as in HF); ShawRelativeEncoding, RelativeXlEncoding,
+/// SkewRelativeEncoding. Parameters are drawn from gen. LRPE and PermuteFormer throw
+/// rota::Error naming the encoding. Ignores options.custom_encoding.
+SoftmaxPositionModules softmax_position_modules(const SoftmaxAttentionOptions& options,
+                                                Generator& gen);
 
 /// Per-call inputs.
 struct SoftmaxAttentionInputs {
@@ -84,7 +74,8 @@ struct SoftmaxAttentionInputs {
 ///   per head o = softmax(s·q·kᵀ + encoding, hidden → −inf) (dropout) · v; y = [o_h] W_oᵀ + b_o.
 /// The attention itself is the fused memory-efficient kernel (no N×N tensor kept).
 /// Children: `q_proj`, `k_proj`, `v_proj`, `out_proj` (Linear), `rope` (Lrpe, frozen θ) or
-/// `position` (ALiBi, T5 `position.weight` [N_b, H], or the custom encoding).
+/// `position` (ALiBi, T5 `position.weight` [N_b, H], Shaw, XL, skew, or the custom encoding).
+/// Shaw, XL and skew draw their parameters from gen before the projections, T5 after them.
 class SoftmaxAttention : public Module {
  public:
   /// dropout_gen: the shared dropout stream; required when options.dropout > 0.
@@ -104,7 +95,7 @@ class SoftmaxAttention : public Module {
   const SoftmaxAttentionOptions& options() const { return options_; }
   int64_t head_dim() const { return options_.dim / options_.heads; }
   double scale() const;
-  /// The relative encoding in use (ALiBi, T5 or custom), null for none / RoPE.
+  /// The relative encoding in use (ALiBi, T5, Shaw, XL, skew or custom), null for none / RoPE.
   const std::shared_ptr<RelativeAttentionEncoding>& relative_encoding() const { return relative_; }
 
  private:

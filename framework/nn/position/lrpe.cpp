@@ -14,23 +14,8 @@
 namespace rota::nn {
 
 using backend::LrpeCore;
+using backend::LrpeP;
 using backend::LrpePairing;
-
-backend::LrpeCore parse_lrpe_core(const std::string& name) {
-  if (name == "type1" || name == "unitary") return LrpeCore::kUnitary;
-  if (name == "type2" || name == "orthogonal") return LrpeCore::kOrthogonal;
-  if (name == "type3" || name == "permutation") return LrpeCore::kPermutation;
-  fail("lrpe: unknown type '{}' (expected type1|unitary, type2|orthogonal, type3|permutation)",
-       name);
-}
-
-LrpeP parse_lrpe_p(const std::string& name) {
-  if (name == "identity") return LrpeP::kIdentity;
-  if (name == "householder") return LrpeP::kHouseholderLearnable;
-  if (name == "householder_frozen") return LrpeP::kHouseholderFrozen;
-  if (name == "odd_even") return LrpeP::kOddEven;
-  fail("lrpe: unknown P '{}' (expected identity, householder, householder_frozen, odd_even)", name);
-}
 
 Lrpe::Lrpe(const LrpeOptions& options, Generator& gen) : options_(options) {
   const int64_t d = options.head_dim;
@@ -47,9 +32,9 @@ Lrpe::Lrpe(const LrpeOptions& options, Generator& gen) : options_(options) {
     theta_ =
         register_parameter("theta", tensor_from(theta, {m}, options.dtype), options.learn_theta);
   }
-  if (options.p == LrpeP::kHouseholderLearnable || options.p == LrpeP::kHouseholderFrozen) {
+  if (options.p == LrpeP::kHouseholder) {
     Tensor v = randn({d}, gen, 0.0, 1.0, options.dtype);
-    if (options.p == LrpeP::kHouseholderFrozen) {
+    if (!options.learn_householder) {
       double norm = 0;
       for (double x : v.to_double_vector()) norm += x * x;
       v = tensor_from(
@@ -60,8 +45,7 @@ Lrpe::Lrpe(const LrpeOptions& options, Generator& gen) : options_(options) {
           }(),
           {d}, options.dtype);
     }
-    householder_v_ =
-        register_parameter("householder_v", v, options.p == LrpeP::kHouseholderLearnable);
+    householder_v_ = register_parameter("householder_v", v, options.learn_householder);
   }
   if (options.core == LrpeCore::kPermutation) {
     permutation_ = register_buffer("permutation", randperm(d, gen));
@@ -82,24 +66,13 @@ backend::LrpeKernelConfig Lrpe::kernel_config(int64_t offset) const {
   backend::LrpeKernelConfig c;
   c.core = options_.core;
   c.pairing = options_.pairing;
+  c.p = options_.p;
   c.offset = offset;
-  switch (options_.p) {
-    case LrpeP::kIdentity:
-      c.mix = backend::LrpeMix::kIdentity;
-      break;
-    case LrpeP::kHouseholderLearnable:
-    case LrpeP::kHouseholderFrozen:
-      c.mix = backend::LrpeMix::kHouseholder;
-      break;
-    case LrpeP::kOddEven:
-      c.mix = backend::LrpeMix::kOddEven;
-      break;
-  }
   return c;
 }
 
 Variable Lrpe::householder_unit_vector() const {
-  if (options_.p == LrpeP::kHouseholderFrozen) return householder_v_;
+  if (!options_.learn_householder) return householder_v_;
   // w = v / (‖v‖ + 1e-6), differentiable so v receives its gradient through w.
   const Variable norm = sqrt(sum(square(householder_v_)));
   return householder_v_ / (norm + 1e-6);
@@ -119,9 +92,8 @@ Variable Lrpe::forward_with(const backend::LrpeKernelConfig& config, const Varia
   ROTA_CHECK(x.dim() >= 2 && x.size(-1) == options_.head_dim,
              "Lrpe: input {} does not end in head_dim = {}", shape_str(x.shape()),
              options_.head_dim);
-  const bool householder =
-      options_.p == LrpeP::kHouseholderLearnable || options_.p == LrpeP::kHouseholderFrozen;
-  return lrpe(config, x, theta_, householder ? householder_unit_vector() : Variable(),
+  return lrpe(config, x, theta_,
+              options_.p == LrpeP::kHouseholder ? householder_unit_vector() : Variable(),
               permutation_);
 }
 
@@ -131,7 +103,7 @@ Variable Lrpe::forward_composed(const Variable& x, int64_t offset) const {
   const DType dtype = x.dtype();
   // u = P x
   Variable u = x;
-  if (options_.p == LrpeP::kHouseholderLearnable || options_.p == LrpeP::kHouseholderFrozen) {
+  if (options_.p == LrpeP::kHouseholder) {
     const Variable w = householder_unit_vector();
     const Variable xw = matmul(x, reshape(w, {d, 1}));  // [..., N, 1]
     u = x - (xw * w) * 2.0;

@@ -1,45 +1,37 @@
 // LRPE module (Type 1/2/3 × P = identity / Householder / odd-even) and RoPE as its special case.
 #pragma once
 
-#include <string>
-
 #include "framework/backend/fused/lrpe.h"
 #include "framework/nn/module.h"
 #include "framework/tensor/random.h"
 
 namespace rota::nn {
 
-/// Which orthogonal P mixes the features before Λ(s).
-enum class LrpeP {
-  kIdentity,
-  kHouseholderLearnable,  // raw v trained; forward uses w = v / (‖v‖ + 1e-6)
-  kHouseholderFrozen,     // v ~ N(0, I) normalised once at init, not trained (paper configs)
-  kOddEven,               // interleave the two halves: u[2k] = x[k], u[2k+1] = x[⌈D/2⌉+k]
-};
-
+/// One LRPE configuration (Type × P × θ mode). As a PositionEncoding alternative
+/// (position_encoding.h) head_dim and dtype are filled in by the attention layer.
 struct LrpeOptions {
   int64_t head_dim = 0;                                     // D
   backend::LrpeCore core = backend::LrpeCore::kOrthogonal;  // Type 1 / 2 / 3
   backend::LrpePairing pairing = backend::LrpePairing::kAdjacent;
-  LrpeP p = LrpeP::kHouseholderLearnable;
+  backend::LrpeP p = backend::LrpeP::kHouseholder;  // identity / Householder / odd-even
+  /// Householder P only: true trains the raw v (forward uses w = v / (‖v‖ + 1e-6)); false draws
+  /// v ~ N(0, I), normalises it once at init and freezes it (the paper's main configs).
+  bool learn_householder = true;
   bool learn_theta = true;      // θ learnable (Types 1, 2); frozen when false
   double theta_base = 10000.0;  // θ_j = base^(−2j/D)
   DType dtype = DType::kF32;
 };
 
-/// Parses "type1"|"unitary", "type2"|"orthogonal", "type3"|"permutation".
-backend::LrpeCore parse_lrpe_core(const std::string& name);
-/// Parses "identity", "householder" (learnable), "householder_frozen", "odd_even".
-LrpeP parse_lrpe_p(const std::string& name);
-
 /// Applies W_s = Λ(s)·P (the trailing Pᴴ dropped, exact for orthogonal P) to attention
 /// features. One instance per layer, shared by all heads and by queries and keys.
 /// Parameters / buffers: `theta` [D] (Type 1) or [⌊D/2⌋] (Type 2), frozen when !learn_theta;
-/// `householder_v` [D] (trainable for kHouseholderLearnable, frozen unit vector for
-/// kHouseholderFrozen); buffer `permutation` [D] i64 (Type 3, drawn once at init).
+/// `householder_v` [D] (P = Householder: trainable with learn_householder, else a frozen unit
+/// vector); buffer `permutation` [D] i64 (Type 3, drawn once at init).
 class Lrpe : public Module {
  public:
-  std::optional<ParameterRole> parameter_role() const override { return ParameterRole::kPositional; }
+  std::optional<ParameterRole> parameter_role() const override {
+    return ParameterRole::kPositional;
+  }
   Lrpe(const LrpeOptions& options, Generator& gen);
 
   /// x: [..., N, D] with position s = offset + n for row n → [..., N, F] (fused kernel).
@@ -70,9 +62,10 @@ class Lrpe : public Module {
   Tensor permutation_;
 };
 
-/// Rotary position embedding: Type 2 rotation, identity P, frozen θ_k = base^(−2k/D).
+/// Rotary position embedding: Type 2 rotation, identity P, frozen θ_k = base^(−2k/D); adjacent
+/// pairs (2k, 2k+1) by default, like the layers, the recipe and the docs.
 LrpeOptions rope_options(int64_t head_dim,
-                         backend::LrpePairing pairing = backend::LrpePairing::kHalf,
+                         backend::LrpePairing pairing = backend::LrpePairing::kAdjacent,
                          double base = 10000.0, DType dtype = DType::kF32);
 
 }  // namespace rota::nn

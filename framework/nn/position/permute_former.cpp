@@ -21,7 +21,7 @@ Variable PermuteFormer::permute(const Variable& x, int64_t offset) const {
   // π^s permutation powers are exactly LRPE Type 3 with identity P.
   backend::LrpeKernelConfig config;
   config.core = backend::LrpeCore::kPermutation;
-  config.mix = backend::LrpeMix::kIdentity;
+  config.p = backend::LrpeP::kIdentity;
   config.offset = offset;
   return lrpe(config, x, Variable(), Variable(), permutation_);
 }

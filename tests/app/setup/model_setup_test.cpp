@@ -1,9 +1,11 @@
-// Recipe fields that only tune numerics (norm epsilon, sinusoid base) reach the model.
+// Recipe fields reach the model: numerics (norm epsilon, sinusoid base), the typed position.
+#include <variant>
+
 #include <gtest/gtest.h>
 
+#include "app/setup/model_setup.h"
 #include "framework/autograd/grad_mode.h"
 #include "models/language_models.h"
-#include "app/setup/model_setup.h"
 #include "recipes/loader.h"
 
 namespace rota::models {
@@ -17,8 +19,8 @@ train { steps: 1 }
 )";
 
 ModelOptions options_with(const std::vector<std::string>& overrides) {
-  return app::model_options_from_recipe(recipes::load_recipe_text(kRecipe, "fields.txtpb", overrides),
-                                   256);
+  return app::model_options_from_recipe(
+      recipes::load_recipe_text(kRecipe, "fields.txtpb", overrides), 256);
 }
 
 // Logits of a model built from `options` with a fixed seed on fixed ids.
@@ -53,10 +55,44 @@ TEST(RecipeFields, NormEpsilonReachesEveryNorm) {
 }
 
 TEST(RecipeFields, SinusoidBaseReachesTheEmbedding) {
-  EXPECT_EQ(options_with({}).sinusoidal_base, 10000.0);
+  EXPECT_EQ(std::get<nn::SinusoidalPosition>(options_with({}).position).base, 10000.0);
   const ModelOptions other = options_with({"model.position.sinusoidal.base=100"});
-  EXPECT_EQ(other.sinusoidal_base, 100.0);
+  EXPECT_EQ(std::get<nn::SinusoidalPosition>(other.position).base, 100.0);
   EXPECT_GT(max_abs_difference(logits_of(options_with({})), logits_of(other)), 1e-4);
+}
+
+TEST(RecipeFields, PositionBecomesTheTypedEncoding) {
+  const ModelOptions frozen =
+      options_with({"model.position={lrpe {type: 1 p: HOUSEHOLDER_FROZEN learn_theta: false}}"});
+  const auto& lrpe = std::get<nn::LrpeOptions>(frozen.position);
+  EXPECT_EQ(lrpe.core, backend::LrpeCore::kUnitary);
+  EXPECT_EQ(lrpe.p, backend::LrpeP::kHouseholder);
+  EXPECT_FALSE(lrpe.learn_householder);
+  EXPECT_FALSE(lrpe.learn_theta);
+  const auto learned = std::get<nn::LrpeOptions>(
+      options_with({"model.position={lrpe {type: 2 p: HOUSEHOLDER theta_base: 500}}"}).position);
+  EXPECT_EQ(learned.p, backend::LrpeP::kHouseholder);
+  EXPECT_TRUE(learned.learn_householder);
+  EXPECT_EQ(learned.theta_base, 500.0);
+  const auto odd_even = std::get<nn::LrpeOptions>(
+      options_with({"model.position={lrpe {type: 3 p: ODD_EVEN}}"}).position);
+  EXPECT_EQ(odd_even.core, backend::LrpeCore::kPermutation);
+  EXPECT_EQ(odd_even.p, backend::LrpeP::kOddEven);
+
+  const auto rope = std::get<nn::RopePosition>(
+      options_with({"model.position={rope {pairing: HALF base: 500}}"}).position);
+  EXPECT_EQ(rope.pairing, backend::LrpePairing::kHalf);
+  EXPECT_EQ(rope.base, 500.0);
+  EXPECT_EQ(std::get<nn::RopePosition>(options_with({"model.position={rope {}}"}).position).pairing,
+            backend::LrpePairing::kAdjacent);
+  EXPECT_TRUE(std::holds_alternative<nn::PermuteFormerPosition>(
+      options_with({"model.position={permute_former {}}"}).position));
+  EXPECT_TRUE(
+      std::holds_alternative<nn::NoPosition>(options_with({"model.position={none {}}"}).position));
+  EXPECT_EQ(std::get<nn::LearnedPosition>(
+                options_with({"model.position={learned_absolute {max_positions: 64}}"}).position)
+                .max_positions,
+            64);
 }
 
 }  // namespace

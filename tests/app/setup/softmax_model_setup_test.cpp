@@ -5,15 +5,16 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "app/setup/model_setup.h"
 #include "framework/nn/attention/streaming_chunk_attention.h"
 #include "framework/nn/position/shaw.h"
 #include "framework/nn/position/t5_bias.h"
 #include "models/language_models.h"
-#include "app/setup/model_setup.h"
 #include "recipes/loader.h"
 #include "tests/support/allclose.h"
 
@@ -449,11 +450,12 @@ TEST(ModelFromRecipe, TranslatesSoftmaxSettings) {
   EXPECT_EQ(o.softmax.dropout, 0.25);
   EXPECT_EQ(o.softmax.stream_chunk, 4);
   EXPECT_EQ(o.softmax.stream_left_memory, 8);
-  EXPECT_EQ(o.softmax.encoding, "shaw");
-  EXPECT_EQ(o.softmax.params.shaw_clip, 5);
-  EXPECT_EQ(o.softmax.shaw_clip_left, 7);
-  EXPECT_EQ(o.softmax.shaw_clip_right, 5);  // the resolver gives an unset side `clip`
-  EXPECT_TRUE(o.softmax.params.shaw_values);
+  ASSERT_TRUE(std::holds_alternative<nn::ShawPosition>(o.position));
+  const auto& shaw_position = std::get<nn::ShawPosition>(o.position);
+  EXPECT_EQ(shaw_position.clip, 5);
+  EXPECT_EQ(shaw_position.clip_left, 7);
+  EXPECT_EQ(shaw_position.clip_right, 5);  // the resolver gives an unset side `clip`
+  EXPECT_TRUE(shaw_position.values);
 
   // Streaming absent: full attention; an unset scale resolves to 1/√D.
   const ModelOptions full = options_of(softmax_recipe("alibi {}"));
@@ -470,6 +472,39 @@ TEST(ModelFromRecipe, TranslatesSoftmaxSettings) {
   EXPECT_EQ(shaw.clip_right(), 5);
   EXPECT_TRUE(shaw.value_table().defined());
   EXPECT_EQ(model.encoder().block(1).softmax_attention().scale(), 0.5);
+}
+
+TEST(ModelFromRecipe, TranslatesEverySoftmaxEncodingIntoItsTypedOption) {
+  const auto t5 = std::get<nn::T5Position>(
+      options_of(softmax_recipe("t5 { buckets: 8 max_distance: 16 bidirectional: false }"))
+          .position);
+  EXPECT_EQ(t5.buckets, 8);
+  EXPECT_EQ(t5.max_distance, 16);
+  EXPECT_EQ(t5.bidirectional, std::optional<bool>(false));
+  const auto xl = std::get<nn::TransformerXlPosition>(
+      options_of(softmax_recipe("transformer_xl { layout: CONCATENATED pe_width: 8 base: 500 }"))
+          .position);
+  EXPECT_EQ(xl.pe_dim, 8);
+  EXPECT_EQ(xl.layout, nn::SinusoidLayout::kConcatenated);
+  EXPECT_EQ(xl.base, 500.0);
+  EXPECT_EQ(
+      std::get<nn::TransformerXlPosition>(options_of(softmax_recipe("transformer_xl {}")).position)
+          .pe_dim,
+      kWidth);  // the resolver gives an unset pe_width the model width
+  const auto skew = std::get<nn::SkewPosition>(
+      options_of(softmax_recipe("skew { max_len: 16 per_head: true }")).position);
+  EXPECT_EQ(skew.max_len, 16);
+  EXPECT_TRUE(skew.per_head);
+  const auto rope = std::get<nn::RopePosition>(
+      options_of(softmax_recipe("rope { pairing: HALF base: 500 }")).position);
+  EXPECT_EQ(rope.pairing, backend::LrpePairing::kHalf);
+  EXPECT_EQ(rope.base, 500.0);
+  EXPECT_TRUE(
+      std::holds_alternative<nn::AlibiPosition>(options_of(softmax_recipe("alibi {}")).position));
+  EXPECT_EQ(std::get<nn::SinusoidalPosition>(
+                options_of(softmax_recipe("sinusoidal { base: 500 }")).position)
+                .base,
+            500.0);
 }
 
 TEST(ModelFromRecipe, RejectsLinearOnlyEncodingsWithSoftmaxAttention) {

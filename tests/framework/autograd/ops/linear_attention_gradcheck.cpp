@@ -105,7 +105,7 @@ TEST(LinearAttentionGrad, BidirectionalWithAndWithoutMask) {
 struct LrpeGradCase {
   backend::LrpeCore core;
   backend::LrpePairing pairing;
-  backend::LrpeMix mix;
+  backend::LrpeP p;
   int64_t d;
 };
 
@@ -117,7 +117,7 @@ TEST_P(LrpeGrad, InputThetaAndHouseholderVector) {
   backend::LrpeKernelConfig config;
   config.core = c.core;
   config.pairing = c.pairing;
-  config.mix = c.mix;
+  config.p = c.p;
   config.offset = 2;
   const int64_t m = c.core == backend::LrpeCore::kUnitary ? c.d : c.d / 2;
   std::vector<Tensor> inputs = {randn({2, 5, c.d}, gen, 0, 1, DType::kF64)};
@@ -132,7 +132,7 @@ TEST_P(LrpeGrad, InputThetaAndHouseholderVector) {
   for (double x : w.to_double_vector()) norm += x * x;
   for (int64_t j = 0; j < c.d; ++j) w.set({j}, w.at({j}) / std::sqrt(norm));
   inputs.push_back(w);
-  check.push_back(c.mix == backend::LrpeMix::kHouseholder);
+  check.push_back(c.p == backend::LrpeP::kHouseholder);
   const Tensor perm = randperm(c.d, gen);
   testing::GradcheckOptions options;
   options.check = check;
@@ -146,13 +146,13 @@ TEST_P(LrpeGrad, InputThetaAndHouseholderVector) {
 
 std::vector<LrpeGradCase> lrpe_grad_cases() {
   std::vector<LrpeGradCase> out;
-  for (auto mix :
-       {backend::LrpeMix::kIdentity, backend::LrpeMix::kHouseholder, backend::LrpeMix::kOddEven}) {
+  for (auto p :
+       {backend::LrpeP::kIdentity, backend::LrpeP::kHouseholder, backend::LrpeP::kOddEven}) {
     for (int64_t d : {4, 5}) {
-      out.push_back({backend::LrpeCore::kUnitary, backend::LrpePairing::kAdjacent, mix, d});
-      out.push_back({backend::LrpeCore::kOrthogonal, backend::LrpePairing::kAdjacent, mix, d});
-      out.push_back({backend::LrpeCore::kOrthogonal, backend::LrpePairing::kHalf, mix, d});
-      out.push_back({backend::LrpeCore::kPermutation, backend::LrpePairing::kAdjacent, mix, d});
+      out.push_back({backend::LrpeCore::kUnitary, backend::LrpePairing::kAdjacent, p, d});
+      out.push_back({backend::LrpeCore::kOrthogonal, backend::LrpePairing::kAdjacent, p, d});
+      out.push_back({backend::LrpeCore::kOrthogonal, backend::LrpePairing::kHalf, p, d});
+      out.push_back({backend::LrpeCore::kPermutation, backend::LrpePairing::kAdjacent, p, d});
     }
   }
   return out;
@@ -160,11 +160,11 @@ std::vector<LrpeGradCase> lrpe_grad_cases() {
 
 std::string lrpe_case_name(const ::testing::TestParamInfo<LrpeGradCase>& info) {
   const char* core[] = {"Type1", "Type2", "Type3"};
-  const char* mix[] = {"Identity", "Householder", "OddEven"};
+  const char* p_name[] = {"Identity", "Householder", "OddEven"};
   const char* pair[] = {"Adj", "Half"};
   const auto& c = info.param;
   return std::string(core[static_cast<int>(c.core)]) + pair[static_cast<int>(c.pairing)] +
-         mix[static_cast<int>(c.mix)] + "D" + std::to_string(c.d);
+         p_name[static_cast<int>(c.p)] + "D" + std::to_string(c.d);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, LrpeGrad, ::testing::ValuesIn(lrpe_grad_cases()),

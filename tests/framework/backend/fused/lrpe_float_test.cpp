@@ -1,6 +1,6 @@
 // The fused LRPE kernels at the head sizes and row counts the vector paths specialise: f64
 // against a reference written from lrpe.md, and f32 (the vector build this CPU runs, or the one
-// ROTA_MAX_CPU_ISA picks) against f64 on the same values, for every core × mix × pairing.
+// ROTA_MAX_CPU_ISA picks) against f64 on the same values, for every core × P × pairing.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -8,10 +8,10 @@
 
 #include <gtest/gtest.h>
 
-#include "framework/backend/primitives/elementwise.h"
-#include "framework/backend/fused/lrpe.h"
 #include "framework/backend/cpu/parallel.h"
 #include "framework/backend/cpu/vector_math.h"
+#include "framework/backend/fused/lrpe.h"
+#include "framework/backend/primitives/elementwise.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
 
@@ -22,30 +22,30 @@ using rota::testing::max_relative_error;
 
 using backend::LrpeCore;
 using backend::LrpeKernelConfig;
-using backend::LrpeMix;
+using backend::LrpeP;
 using backend::LrpePairing;
 
 struct Variant {
   LrpeCore core;
   LrpePairing pairing;
-  LrpeMix mix;
+  LrpeP p;
 };
 
 std::string variant_name(const Variant& v) {
   const char* core[] = {"Type1", "Type2", "Type3"};
-  const char* mix[] = {"Identity", "Householder", "OddEven"};
-  std::string s = std::string(core[static_cast<int>(v.core)]) + mix[static_cast<int>(v.mix)];
+  const char* p_name[] = {"Identity", "Householder", "OddEven"};
+  std::string s = std::string(core[static_cast<int>(v.core)]) + p_name[static_cast<int>(v.p)];
   if (v.core == LrpeCore::kOrthogonal) s += v.pairing == LrpePairing::kAdjacent ? "Adj" : "Half";
   return s;
 }
 
 std::vector<Variant> all_variants() {
   std::vector<Variant> out;
-  for (LrpeMix mix : {LrpeMix::kIdentity, LrpeMix::kHouseholder, LrpeMix::kOddEven}) {
-    out.push_back({LrpeCore::kUnitary, LrpePairing::kAdjacent, mix});
-    out.push_back({LrpeCore::kOrthogonal, LrpePairing::kAdjacent, mix});
-    out.push_back({LrpeCore::kOrthogonal, LrpePairing::kHalf, mix});
-    out.push_back({LrpeCore::kPermutation, LrpePairing::kAdjacent, mix});
+  for (LrpeP p : {LrpeP::kIdentity, LrpeP::kHouseholder, LrpeP::kOddEven}) {
+    out.push_back({LrpeCore::kUnitary, LrpePairing::kAdjacent, p});
+    out.push_back({LrpeCore::kOrthogonal, LrpePairing::kAdjacent, p});
+    out.push_back({LrpeCore::kOrthogonal, LrpePairing::kHalf, p});
+    out.push_back({LrpeCore::kPermutation, LrpePairing::kAdjacent, p});
   }
   return out;
 }
@@ -79,7 +79,7 @@ Inputs make_inputs(const Variant& v, const Case& s, uint64_t seed) {
   in.m = v.core == LrpeCore::kUnitary ? s.d : (v.core == LrpeCore::kOrthogonal ? s.d / 2 : 0);
   in.config.core = v.core;
   in.config.pairing = v.pairing;
-  in.config.mix = v.mix;
+  in.config.p = v.p;
   in.config.offset = s.offset;
   in.x = round_to_f32(randn({s.g, s.n, s.d}, gen, 0, 1, DType::kF64));
   in.grad_y = round_to_f32(randn({s.g, s.n, in.f}, gen, 0, 1, DType::kF64));
@@ -91,7 +91,7 @@ Inputs make_inputs(const Variant& v, const Case& s, uint64_t seed) {
   } else {
     in.perm = randperm(s.d, gen);
   }
-  if (v.mix == LrpeMix::kHouseholder) {
+  if (v.p == LrpeP::kHouseholder) {
     std::vector<double> w(s.d);
     double norm = 0;
     for (auto& e : w) {
@@ -152,10 +152,10 @@ Reference reference(const Variant& v, const Inputs& in) {
     std::vector<double> u(d);
     double xw = 0;
     for (int64_t j = 0; j < d; ++j) {
-      if (v.mix == LrpeMix::kIdentity) u[j] = x[j];
-      if (v.mix == LrpeMix::kOddEven) u[j] = x[odd_even_source(j)];
+      if (v.p == LrpeP::kIdentity) u[j] = x[j];
+      if (v.p == LrpeP::kOddEven) u[j] = x[odd_even_source(j)];
     }
-    if (v.mix == LrpeMix::kHouseholder) {
+    if (v.p == LrpeP::kHouseholder) {
       for (int64_t j = 0; j < d; ++j) xw += x[j] * w[j];
       for (int64_t j = 0; j < d; ++j) u[j] = x[j] - 2 * xw * w[j];
     }
@@ -194,9 +194,9 @@ Reference reference(const Variant& v, const Inputs& in) {
     }
     // gx = Pᵀ gu, w's gradient
     double* gx = out.dx.data() + row * d;
-    if (v.mix == LrpeMix::kIdentity) {
+    if (v.p == LrpeP::kIdentity) {
       for (int64_t j = 0; j < d; ++j) gx[j] = gu[j];
-    } else if (v.mix == LrpeMix::kOddEven) {
+    } else if (v.p == LrpeP::kOddEven) {
       for (int64_t j = 0; j < d; ++j) gx[odd_even_source(j)] = gu[j];
     } else {
       double guw = 0;
@@ -235,7 +235,7 @@ TEST_P(LrpeVariants, DoubleKernelsMatchReference) {
                 kTolerance)
           << where << " dtheta";
     }
-    if (v.mix == LrpeMix::kHouseholder) {
+    if (v.p == LrpeP::kHouseholder) {
       EXPECT_LE(max_relative_error(grads.dw, tensor_from(want.dw, {s.d}, DType::kF64)), kTolerance)
           << where << " dw";
     }
@@ -274,7 +274,7 @@ void expect_float_matches_double(const Variant& v, const Inputs& in, const std::
     EXPECT_LE(max_relative_error(got.dtheta, want.dtheta), kSumTolerance)
         << isa << " " << where << " dtheta";
   }
-  if (v.mix == LrpeMix::kHouseholder) {
+  if (v.p == LrpeP::kHouseholder) {
     ASSERT_EQ(got.dw.dtype(), DType::kF32);
     EXPECT_LE(max_relative_error(got.dw, want.dw), kSumTolerance) << isa << " " << where << " dw";
   }
@@ -341,8 +341,8 @@ INSTANTIATE_TEST_SUITE_P(All, LrpeVariants, ::testing::ValuesIn(all_variants()),
 // f64 kernels always use libm, so both sides of the switch are checked against it.
 TEST(LrpeFloatLongPositions, TablesNearAndBeyondTheFastRangeMatchDouble) {
   for (const Variant v :
-       {Variant{LrpeCore::kOrthogonal, LrpePairing::kAdjacent, LrpeMix::kHouseholder},
-        Variant{LrpeCore::kUnitary, LrpePairing::kAdjacent, LrpeMix::kIdentity}}) {
+       {Variant{LrpeCore::kOrthogonal, LrpePairing::kAdjacent, LrpeP::kHouseholder},
+        Variant{LrpeCore::kUnitary, LrpePairing::kAdjacent, LrpeP::kIdentity}}) {
     for (int64_t offset : {1'500'000, 3'000'000}) {
       Inputs in = make_inputs(v, {64, 2, 100, offset}, 7);
       // θ_0 ≈ 1 (+ up to 0.1): angles reach ~1.6e6 and ~3.3e6.
@@ -354,7 +354,7 @@ TEST(LrpeFloatLongPositions, TablesNearAndBeyondTheFastRangeMatchDouble) {
 // The θ / w gradients are summed in a fixed block split, so they do not depend on the number
 // of threads: bit-for-bit equal with 1 and 2 threads.
 TEST(LrpeFloatThreads, GradientsDoNotDependOnTheThreadCount) {
-  const Variant v{LrpeCore::kOrthogonal, LrpePairing::kAdjacent, LrpeMix::kHouseholder};
+  const Variant v{LrpeCore::kOrthogonal, LrpePairing::kAdjacent, LrpeP::kHouseholder};
   const Inputs in = make_inputs(v, {64, 5, 307, 3}, 11);
   const Tensor x32 = as_f32(in.x), g32 = as_f32(in.grad_y), th32 = as_f32(in.theta),
                w32 = as_f32(in.w);

@@ -13,31 +13,31 @@ namespace {
 
 using backend::LrpeCore;
 using backend::LrpeKernelConfig;
-using backend::LrpeMix;
+using backend::LrpeP;
 using backend::LrpePairing;
 using testing::allclose;
 
 struct Variant {
   LrpeCore core;
   LrpePairing pairing;
-  LrpeMix mix;
+  LrpeP p;
 };
 
 std::string variant_name(const Variant& v) {
   const char* core[] = {"Type1", "Type2", "Type3"};
-  const char* mix[] = {"Identity", "Householder", "OddEven"};
-  std::string s = std::string(core[static_cast<int>(v.core)]) + mix[static_cast<int>(v.mix)];
+  const char* p_name[] = {"Identity", "Householder", "OddEven"};
+  std::string s = std::string(core[static_cast<int>(v.core)]) + p_name[static_cast<int>(v.p)];
   if (v.core == LrpeCore::kOrthogonal) s += v.pairing == LrpePairing::kAdjacent ? "Adj" : "Half";
   return s;
 }
 
 std::vector<Variant> all_variants() {
   std::vector<Variant> out;
-  for (LrpeMix mix : {LrpeMix::kIdentity, LrpeMix::kHouseholder, LrpeMix::kOddEven}) {
-    out.push_back({LrpeCore::kUnitary, LrpePairing::kAdjacent, mix});
-    out.push_back({LrpeCore::kOrthogonal, LrpePairing::kAdjacent, mix});
-    out.push_back({LrpeCore::kOrthogonal, LrpePairing::kHalf, mix});
-    out.push_back({LrpeCore::kPermutation, LrpePairing::kAdjacent, mix});
+  for (LrpeP p : {LrpeP::kIdentity, LrpeP::kHouseholder, LrpeP::kOddEven}) {
+    out.push_back({LrpeCore::kUnitary, LrpePairing::kAdjacent, p});
+    out.push_back({LrpeCore::kOrthogonal, LrpePairing::kAdjacent, p});
+    out.push_back({LrpeCore::kOrthogonal, LrpePairing::kHalf, p});
+    out.push_back({LrpeCore::kPermutation, LrpePairing::kAdjacent, p});
   }
   return out;
 }
@@ -58,7 +58,7 @@ Params make_params(const Variant& v, int64_t d, Generator& gen) {
   } else {
     p.perm = randperm(d, gen);
   }
-  if (v.mix == LrpeMix::kHouseholder) {
+  if (v.p == LrpeP::kHouseholder) {
     std::vector<double> w(d);
     double norm = 0;
     for (auto& x : w) {
@@ -76,14 +76,14 @@ std::vector<double> reference_row(const Variant& v, const Params& p, const std::
                                   int64_t s) {
   const int64_t d = static_cast<int64_t>(x.size());
   std::vector<double> u(d);
-  if (v.mix == LrpeMix::kIdentity) u = x;
-  if (v.mix == LrpeMix::kHouseholder) {
+  if (v.p == LrpeP::kIdentity) u = x;
+  if (v.p == LrpeP::kHouseholder) {
     const std::vector<double> w = p.w.to_double_vector();
     double xw = 0;
     for (int64_t j = 0; j < d; ++j) xw += x[j] * w[j];
     for (int64_t j = 0; j < d; ++j) u[j] = x[j] - 2 * xw * w[j];
   }
-  if (v.mix == LrpeMix::kOddEven) {
+  if (v.p == LrpeP::kOddEven) {
     const int64_t h = (d + 1) / 2;
     for (int64_t k = 0; 2 * k < d; ++k) u[2 * k] = x[k];
     for (int64_t k = 0; 2 * k + 1 < d; ++k) u[2 * k + 1] = x[h + k];
@@ -127,7 +127,7 @@ LrpeKernelConfig config_of(const Variant& v, int64_t offset = 0) {
   LrpeKernelConfig c;
   c.core = v.core;
   c.pairing = v.pairing;
-  c.mix = v.mix;
+  c.p = v.p;
   c.offset = offset;
   return c;
 }
@@ -222,14 +222,14 @@ TEST_P(LrpeKernel, DroppingTrailingPTransposeIsExact) {
       std::vector<double> row(d);
       for (int64_t j = 0; j < d; ++j) row[j] = y.at({0, s, half * d + j});
       std::vector<double> res(d);
-      if (v.mix == LrpeMix::kIdentity) res = row;
-      if (v.mix == LrpeMix::kHouseholder) {  // P symmetric
+      if (v.p == LrpeP::kIdentity) res = row;
+      if (v.p == LrpeP::kHouseholder) {  // P symmetric
         const std::vector<double> w = p.w.to_double_vector();
         double rw = 0;
         for (int64_t j = 0; j < d; ++j) rw += row[j] * w[j];
         for (int64_t j = 0; j < d; ++j) res[j] = row[j] - 2 * rw * w[j];
       }
-      if (v.mix == LrpeMix::kOddEven) {  // Pᵀ: x[idx[j]] = u[j]
+      if (v.p == LrpeP::kOddEven) {  // Pᵀ: x[idx[j]] = u[j]
         const int64_t h = (d + 1) / 2;
         for (int64_t j = 0; j < d; ++j) res[j % 2 == 0 ? j / 2 : h + (j - 1) / 2] = row[j];
       }

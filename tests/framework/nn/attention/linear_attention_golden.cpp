@@ -16,6 +16,31 @@ namespace {
 using testing::allclose;
 using testing::GoldenCase;
 
+/// The reference's names: core "type1" | "type2" | "type3", P "identity" | "householder"
+/// (learnable) | "odd_even".
+nn::LrpeOptions lrpe_from(const std::string& core, const std::string& p) {
+  nn::LrpeOptions lrpe;
+  if (core == "type1") {
+    lrpe.core = backend::LrpeCore::kUnitary;
+  } else if (core == "type2") {
+    lrpe.core = backend::LrpeCore::kOrthogonal;
+  } else if (core == "type3") {
+    lrpe.core = backend::LrpeCore::kPermutation;
+  } else {
+    throw Error("golden case: unknown core '" + core + "'");
+  }
+  if (p == "identity") {
+    lrpe.p = backend::LrpeP::kIdentity;
+  } else if (p == "householder") {
+    lrpe.p = backend::LrpeP::kHouseholder;
+  } else if (p == "odd_even") {
+    lrpe.p = backend::LrpeP::kOddEven;
+  } else {
+    throw Error("golden case: unknown P '" + p + "'");
+  }
+  return lrpe;
+}
+
 class LinearAttentionGolden : public ::testing::TestWithParam<std::string> {};
 
 void run_case(const GoldenCase& c, DType dtype, double rtol, double atol) {
@@ -26,10 +51,7 @@ void run_case(const GoldenCase& c, DType dtype, double rtol, double atol) {
   o.causal = cfg.at("causal").get<bool>();
   o.chunk_size = 3;  // the reference forms the N×N matrix; chunking must not matter
   o.dtype = dtype;
-  nn::LrpeOptions lrpe;
-  lrpe.core = nn::parse_lrpe_core(cfg.at("core").get<std::string>());
-  lrpe.p = nn::parse_lrpe_p(cfg.at("p").get<std::string>());
-  o.lrpe = lrpe;
+  o.position = lrpe_from(cfg.at("core").get<std::string>(), cfg.at("p").get<std::string>());
   Generator gen(0);
   nn::LinearAttention layer(o, gen);
   StateDict state;

@@ -25,7 +25,7 @@ LinearAttentionOptions small_options(bool causal, LinearAttentionNorm norm, bool
   o.norm = norm;
   o.chunk_size = 2;
   o.dtype = DType::kF64;
-  if (with_lrpe) o.lrpe = nn::LrpeOptions{};
+  if (with_lrpe) o.position = nn::LrpeOptions{};
   return o;
 }
 
@@ -41,7 +41,7 @@ TEST_P(RecurrentStep, TokenByTokenEqualsFullCausalPass) {
   const StepCase& c = GetParam();
   Generator gen(1);
   LinearAttentionOptions o = small_options(true, c.norm, false);
-  o.lrpe = c.lrpe;
+  if (c.lrpe) o.position = *c.lrpe;
   LinearAttention layer(o, gen);
   const int64_t b = 2, n = 7;
   const Tensor x = randn({b, n, o.dim}, gen, 0, 1, DType::kF64);
@@ -54,7 +54,7 @@ TEST_P(RecurrentStep, TokenByTokenEqualsFullCausalPass) {
   EXPECT_EQ(state.position, n);
 }
 
-nn::LrpeOptions lrpe_with(backend::LrpeCore core, nn::LrpeP p) {
+nn::LrpeOptions lrpe_with(backend::LrpeCore core, backend::LrpeP p) {
   nn::LrpeOptions l;
   l.core = core;
   l.p = p;
@@ -63,15 +63,15 @@ nn::LrpeOptions lrpe_with(backend::LrpeCore core, nn::LrpeP p) {
 
 INSTANTIATE_TEST_SUITE_P(
     Variants, RecurrentStep,
-    ::testing::Values(StepCase{"NoPELayerNorm", LinearAttentionNorm::kLayerNorm, std::nullopt},
-                      StepCase{"Type2HouseholderLayerNorm", LinearAttentionNorm::kLayerNorm,
-                               lrpe_with(backend::LrpeCore::kOrthogonal,
-                                         nn::LrpeP::kHouseholderLearnable)},
-                      StepCase{"Type1OddEvenRmsNorm", LinearAttentionNorm::kRmsNorm,
-                               lrpe_with(backend::LrpeCore::kUnitary, nn::LrpeP::kOddEven)},
-                      StepCase{"Type3IdentityDenominator", LinearAttentionNorm::kDenominator,
-                               lrpe_with(backend::LrpeCore::kPermutation, nn::LrpeP::kIdentity)},
-                      StepCase{"NoPEDenominator", LinearAttentionNorm::kDenominator, std::nullopt}),
+    ::testing::Values(
+        StepCase{"NoPELayerNorm", LinearAttentionNorm::kLayerNorm, std::nullopt},
+        StepCase{"Type2HouseholderLayerNorm", LinearAttentionNorm::kLayerNorm,
+                 lrpe_with(backend::LrpeCore::kOrthogonal, backend::LrpeP::kHouseholder)},
+        StepCase{"Type1OddEvenRmsNorm", LinearAttentionNorm::kRmsNorm,
+                 lrpe_with(backend::LrpeCore::kUnitary, backend::LrpeP::kOddEven)},
+        StepCase{"Type3IdentityDenominator", LinearAttentionNorm::kDenominator,
+                 lrpe_with(backend::LrpeCore::kPermutation, backend::LrpeP::kIdentity)},
+        StepCase{"NoPEDenominator", LinearAttentionNorm::kDenominator, std::nullopt}),
     [](const ::testing::TestParamInfo<StepCase>& info) { return info.param.name; });
 
 struct GradCase {
@@ -109,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(PermuteFormerLayer, RecurrentEqualsFullAndGradientsCheck) {
   Generator gen(7);
   LinearAttentionOptions o = small_options(true, LinearAttentionNorm::kDenominator, false);
-  o.permute_former = true;
+  o.position = nn::PermuteFormerPosition{};
   LinearAttention causal(o, gen);
   const Tensor x = randn({2, 9, 6}, gen, 0, 1, DType::kF64);
   const Tensor full = causal.forward(Variable(x)).data();
@@ -133,7 +133,7 @@ TEST(PermuteFormerLayer, BidirectionalRefusesLengthsBeyondFloatRange) {
   // outputs at moderate length, a clear error where the weights would overflow.
   Generator gen(8);
   LinearAttentionOptions o = small_options(false, LinearAttentionNorm::kDenominator, false);
-  o.permute_former = true;
+  o.position = nn::PermuteFormerPosition{};
   LinearAttention layer(o, gen);
   const Tensor x = randn({1, 120, 6}, gen, 0, 1, DType::kF64);
   for (double y : layer.forward(Variable(x)).data().to_double_vector()) {
@@ -143,28 +143,104 @@ TEST(PermuteFormerLayer, BidirectionalRefusesLengthsBeyondFloatRange) {
   EXPECT_THROW(layer.forward(Variable(too_long)), Error);
 }
 
-TEST(LinearAttentionLayer, EncodingsSelectableByName) {
+std::vector<std::string> child_names(const nn::Module& m) {
+  std::vector<std::string> out;
+  for (const auto& [name, child] : m.named_children()) out.push_back(name);
+  return out;
+}
+
+/// The layer's `lrpe` child (throws if it has none).
+const nn::Lrpe& lrpe_child(const LinearAttention& layer) {
+  for (const auto& [name, child] : layer.named_children()) {
+    if (name == "lrpe") return dynamic_cast<const nn::Lrpe&>(*child);
+  }
+  throw Error("no lrpe child");
+}
+
+TEST(LinearAttentionLayer, EveryTypedEncodingBuildsItsModule) {
+  // Each encoding the layer accepts builds exactly its module: RoPE and LRPE an `lrpe` child
+  // (RoPE: identity P, frozen θ, adjacent pairs), PermuteFormer its `permute_former` child,
+  // none and the absolute encodings (the model adds them to the embeddings) nothing.
   Generator gen(9);
   const Tensor x = randn({1, 5, 6}, gen, 0, 1, DType::kF64);
-  for (const char* name : {"nope", "sinusoidal", "learned", "rope", "permute_former", "lrpe"}) {
-    LinearAttentionOptions o = nn::with_position_encoding(
-        small_options(true, LinearAttentionNorm::kLayerNorm, false), name);
+  const std::vector<std::string> plain = {"q_proj", "k_proj", "v_proj", "out_proj", "norm"};
+  auto with = [&](std::vector<std::string> names, const char* extra) {
+    names.push_back(extra);
+    return names;
+  };
+  struct Case {
+    nn::PositionEncoding position;
+    std::vector<std::string> children;
+  };
+  const std::vector<Case> cases = {
+      {nn::NoPosition{}, plain},
+      {nn::SinusoidalPosition{}, plain},
+      {nn::LearnedPosition{}, plain},
+      {nn::RopePosition{}, with(plain, "lrpe")},
+      {nn::LrpeOptions{}, with(plain, "lrpe")},
+      {nn::PermuteFormerPosition{}, with(plain, "permute_former")},
+  };
+  for (const Case& c : cases) {
+    const std::string name = nn::position_encoding_name(c.position);
+    LinearAttentionOptions o = small_options(true, LinearAttentionNorm::kLayerNorm, false);
+    o.position = c.position;
     LinearAttention layer(o, gen);
     EXPECT_EQ(layer.forward(Variable(x)).shape(), (Shape{1, 5, 6})) << name;
-    const bool has_lrpe = std::string(name) == "rope" || std::string(name) == "lrpe";
-    EXPECT_EQ(o.lrpe.has_value(), has_lrpe) << name;
-    EXPECT_EQ(o.permute_former, std::string(name) == "permute_former") << name;
+    EXPECT_EQ(child_names(layer), c.children) << name;
   }
-  const LinearAttentionOptions rope = nn::with_position_encoding(
-      small_options(true, LinearAttentionNorm::kLayerNorm, false), "rope");
-  EXPECT_EQ(rope.lrpe->p, nn::LrpeP::kIdentity);
-  EXPECT_FALSE(rope.lrpe->learn_theta);
-  try {
-    nn::with_position_encoding(small_options(true, LinearAttentionNorm::kLayerNorm, false),
-                               "alibi");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown name 'alibi'"), std::string::npos) << e.what();
+
+  LinearAttentionOptions o = small_options(true, LinearAttentionNorm::kLayerNorm, false);
+  o.position = nn::RopePosition{};
+  const LinearAttention rope(o, gen);
+  const nn::Lrpe& rotation = lrpe_child(rope);
+  EXPECT_EQ(rotation.options().core, backend::LrpeCore::kOrthogonal);
+  EXPECT_EQ(rotation.options().p, backend::LrpeP::kIdentity);
+  EXPECT_EQ(rotation.options().pairing, backend::LrpePairing::kAdjacent);
+  EXPECT_EQ(rotation.options().head_dim, 3);
+  EXPECT_FALSE(rotation.options().learn_theta);
+  ASSERT_EQ(rope.named_parameters().size(), 11u);  // 4 × (weight, bias) + norm (2) + θ
+  EXPECT_EQ(rope.named_parameters().back().first, "lrpe.theta");
+  EXPECT_FALSE(rope.named_parameters().back().second.requires_grad());
+
+  // RoPE's base and half pairing reach the rotation.
+  o.position = nn::RopePosition{backend::LrpePairing::kHalf, 500.0};
+  const LinearAttention half(o, gen);
+  const nn::Lrpe& half_rotation = lrpe_child(half);
+  EXPECT_EQ(half_rotation.options().pairing, backend::LrpePairing::kHalf);
+  EXPECT_EQ(half_rotation.options().theta_base, 500.0);
+
+  // LRPE options keep their Type × P × θ mode; head_dim and dtype come from the layer.
+  nn::LrpeOptions frozen;
+  frozen.core = backend::LrpeCore::kUnitary;
+  frozen.learn_householder = false;
+  frozen.head_dim = 99;
+  frozen.dtype = DType::kF32;
+  o.position = frozen;
+  const LinearAttention lrpe(o, gen);
+  EXPECT_EQ(lrpe.feature_dim(), 6);  // Type 1: F = 2D
+  EXPECT_EQ(lrpe_child(lrpe).options().head_dim, 3);
+  EXPECT_EQ(lrpe_child(lrpe).parameter("householder_v").dtype(), DType::kF64);
+  EXPECT_FALSE(lrpe_child(lrpe).parameter("householder_v").requires_grad());
+}
+
+TEST(LinearAttentionLayer, RefusesSoftmaxOnlyEncodingsNamingThem) {
+  Generator gen(10);
+  const std::vector<nn::PositionEncoding> refused = {
+      nn::AlibiPosition{}, nn::T5Position{}, nn::ShawPosition{}, nn::TransformerXlPosition{},
+      nn::SkewPosition{}};
+  for (const nn::PositionEncoding& position : refused) {
+    const std::string name = nn::position_encoding_name(position);
+    LinearAttentionOptions o = small_options(true, LinearAttentionNorm::kLayerNorm, false);
+    o.position = position;
+    try {
+      LinearAttention layer(o, gen);
+      FAIL() << name << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("positional encoding '" + name +
+                                           "' applies to softmax attention only"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 
@@ -200,7 +276,7 @@ TEST(LinearAttentionLayer, DenominatorRejectsSignedFeatures) {
     EXPECT_NE(std::string(e.what()).find("denominator is ill-defined"), std::string::npos)
         << e.what();
   }
-  o.lrpe.reset();
+  o.position = nn::NoPosition{};
   o.feature_map = nn::FeatureMap::kIdentity;
   EXPECT_THROW(LinearAttention(o, gen), Error);
 }

@@ -26,15 +26,26 @@ std::vector<std::string> layer_cases() {
   return out;
 }
 
+/// The reference's encoding: "none", "rope" (adjacent pairs), "alibi" or "t5" with its buckets.
+nn::PositionEncoding encoding_of(const nlohmann::json& cfg) {
+  const std::string name = cfg.at("encoding").get<std::string>();
+  if (name == "none") return nn::NoPosition{};
+  if (name == "rope") return nn::RopePosition{};
+  if (name == "alibi") return nn::AlibiPosition{};
+  if (name == "t5") {
+    return nn::T5Position{cfg.at("t5_num_buckets").get<int64_t>(),
+                          cfg.at("t5_max_distance").get<int64_t>()};
+  }
+  throw Error("golden case: unknown encoding '" + name + "'");
+}
+
 void run_case(const GoldenCase& c, DType dtype, double rtol, double atol) {
   const auto& cfg = c.config();
   nn::SoftmaxAttentionOptions o;
   o.dim = cfg.at("dim").get<int64_t>();
   o.heads = cfg.at("heads").get<int64_t>();
   o.causal = cfg.at("causal").get<bool>();
-  o.encoding = nn::parse_softmax_encoding(cfg.at("encoding").get<std::string>());
-  o.encoding.t5_num_buckets = cfg.at("t5_num_buckets").get<int64_t>();
-  o.encoding.t5_max_distance = cfg.at("t5_max_distance").get<int64_t>();
+  o.position = encoding_of(cfg);
   o.dtype = dtype;
   Generator gen(0);
   nn::SoftmaxAttention layer(o, gen);

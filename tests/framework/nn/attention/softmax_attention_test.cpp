@@ -271,15 +271,24 @@ TEST(T5Bias, GradcheckTableAndInputs) {
 
 // ---- the layer ----
 
+/// The encodings the layer tests run, by test name: "none", "rope" (adjacent pairs),
+/// "rope_half", "alibi", "t5" (8 buckets, max distance 6).
+nn::PositionEncoding encoding_named(const std::string& name) {
+  if (name == "none") return nn::NoPosition{};
+  if (name == "rope") return nn::RopePosition{};
+  if (name == "rope_half") return nn::RopePosition{backend::LrpePairing::kHalf};
+  if (name == "alibi") return nn::AlibiPosition{};
+  if (name == "t5") return nn::T5Position{8, 6};
+  throw Error("unknown test encoding '" + name + "'");
+}
+
 nn::SoftmaxAttentionOptions layer_options(const std::string& encoding, bool causal,
                                           DType dtype = DType::kF64) {
   nn::SoftmaxAttentionOptions o;
   o.dim = 8;
   o.heads = 2;
   o.causal = causal;
-  o.encoding = nn::parse_softmax_encoding(encoding);
-  o.encoding.t5_num_buckets = 8;
-  o.encoding.t5_max_distance = 6;
+  o.position = encoding_named(encoding);
   o.dtype = dtype;
   return o;
 }
@@ -380,8 +389,7 @@ TEST(SoftmaxAttentionLayer, CustomEncodingsPlugInAndCanBeShared) {
   Generator g1(4), g2(4);
   nn::SoftmaxAttentionOptions o = layer_options("alibi", true);
   nn::SoftmaxAttention builtin(o, g1);
-  o.encoding.kind = nn::SoftmaxEncodingKind::kCustom;
-  o.encoding.custom = std::make_shared<nn::Alibi>(2);
+  o.custom_encoding = std::make_shared<nn::Alibi>(2);
   nn::SoftmaxAttention custom(o, g2);
   Generator gen(3);
   const Variable x(randn({2, 6, 8}, gen, 0, 1, DType::kF64));
@@ -391,7 +399,7 @@ TEST(SoftmaxAttentionLayer, CustomEncodingsPlugInAndCanBeShared) {
   t5o.heads = 2;
   t5o.dtype = DType::kF64;
   auto shared = std::make_shared<nn::T5RelativeBias>(t5o, gen);
-  o.encoding.custom = shared;
+  o.custom_encoding = shared;
   struct Stack : nn::Module {};
   Stack stack;
   auto l0 = stack.register_module("l0", std::make_shared<nn::SoftmaxAttention>(o, gen));
@@ -401,19 +409,6 @@ TEST(SoftmaxAttentionLayer, CustomEncodingsPlugInAndCanBeShared) {
     tables += name.find("position.weight") != std::string::npos;
   EXPECT_EQ(tables, 1);
   EXPECT_EQ(l0->relative_encoding(), l1->relative_encoding());
-  o.encoding.custom = nullptr;
-  EXPECT_THROW(nn::SoftmaxAttention(o, gen), Error);
-}
-
-TEST(SoftmaxAttentionLayer, EncodingNamesParseAndRoundTrip) {
-  for (const std::string name : {"none", "rope", "rope_half", "alibi", "t5"}) {
-    EXPECT_EQ(nn::softmax_encoding_name(nn::parse_softmax_encoding(name)), name);
-  }
-  EXPECT_EQ(nn::parse_softmax_encoding("nope").kind, nn::SoftmaxEncodingKind::kNone);
-  EXPECT_EQ(nn::parse_softmax_encoding("rope_adjacent").rope_pairing,
-            backend::LrpePairing::kAdjacent);
-  EXPECT_EQ(nn::parse_softmax_encoding("rope_half").rope_pairing, backend::LrpePairing::kHalf);
-  EXPECT_THROW(nn::parse_softmax_encoding("shaw"), Error);
 }
 
 TEST(SoftmaxAttentionLayer, ParametersAndShapeErrors) {

@@ -14,32 +14,42 @@ namespace rota {
 namespace {
 
 using backend::LrpeCore;
+using backend::LrpeP;
 using backend::LrpePairing;
 using nn::Lrpe;
 using nn::LrpeOptions;
-using nn::LrpeP;
 using testing::allclose;
+
+/// P as the module sees it: the kernel's P plus, for Householder, whether v is trained.
+struct PChoice {
+  LrpeP p;
+  bool learn_householder;
+  const char* name;
+};
+
+constexpr PChoice kPChoices[] = {{LrpeP::kIdentity, true, "Identity"},
+                                 {LrpeP::kHouseholder, true, "HouseholderLearnable"},
+                                 {LrpeP::kHouseholder, false, "HouseholderFrozen"},
+                                 {LrpeP::kOddEven, true, "OddEven"}};
 
 struct ModuleCase {
   LrpeCore core;
   LrpePairing pairing;
-  LrpeP p;
+  PChoice p;
   bool learn_theta;
 };
 
 std::string case_name(const ::testing::TestParamInfo<ModuleCase>& info) {
   const char* core[] = {"Type1", "Type2", "Type3"};
   const char* pair[] = {"Adj", "Half"};
-  const char* p[] = {"Identity", "HouseholderLearnable", "HouseholderFrozen", "OddEven"};
   const auto& c = info.param;
   return std::string(core[static_cast<int>(c.core)]) + pair[static_cast<int>(c.pairing)] +
-         p[static_cast<int>(c.p)] + (c.learn_theta ? "LearnTheta" : "FrozenTheta");
+         c.p.name + (c.learn_theta ? "LearnTheta" : "FrozenTheta");
 }
 
 std::vector<ModuleCase> module_cases() {
   std::vector<ModuleCase> out;
-  for (LrpeP p : {LrpeP::kIdentity, LrpeP::kHouseholderLearnable, LrpeP::kHouseholderFrozen,
-                  LrpeP::kOddEven}) {
+  for (const PChoice& p : kPChoices) {
     for (bool learn : {true, false}) {
       out.push_back({LrpeCore::kUnitary, LrpePairing::kAdjacent, p, learn});
       out.push_back({LrpeCore::kOrthogonal, LrpePairing::kAdjacent, p, learn});
@@ -60,7 +70,8 @@ TEST_P(LrpeModule, FusedEqualsComposedForwardAndBackward) {
     o.head_dim = d;
     o.core = c.core;
     o.pairing = c.pairing;
-    o.p = c.p;
+    o.p = c.p.p;
+    o.learn_householder = c.p.learn_householder;
     o.learn_theta = c.learn_theta;
     o.dtype = DType::kF64;
     Lrpe module(o, gen);
@@ -108,7 +119,8 @@ TEST(LrpeModuleInit, ParametersFollowTheSpec) {
   EXPECT_TRUE(params[1].second.requires_grad());
 
   o.core = LrpeCore::kUnitary;
-  o.p = LrpeP::kHouseholderFrozen;
+  o.p = LrpeP::kHouseholder;
+  o.learn_householder = false;
   o.learn_theta = false;
   Lrpe type1(o, gen);
   const Variable theta = type1.parameter("theta");
@@ -168,13 +180,6 @@ TEST(Rope, EqualsDirectRotaryEmbedding) {
     }
     EXPECT_TRUE(allclose(y, tensor_from(expected, {2, n, d}, DType::kF64), 1e-12, 1e-12));
   }
-}
-
-TEST(LrpeModuleNames, ParseAndReject) {
-  EXPECT_EQ(nn::parse_lrpe_core("type2"), LrpeCore::kOrthogonal);
-  EXPECT_EQ(nn::parse_lrpe_p("odd_even"), LrpeP::kOddEven);
-  EXPECT_THROW(nn::parse_lrpe_p("householdr"), Error);
-  EXPECT_THROW(nn::parse_lrpe_core("type4"), Error);
 }
 
 }  // namespace
