@@ -1,4 +1,4 @@
-// Plain option structs describing a model; models/registry fills them from a recipe.
+// Plain option structs describing a model; app/setup/model_setup.cpp fills them from a recipe.
 #pragma once
 
 #include <cstdint>
