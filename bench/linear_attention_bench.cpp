@@ -8,9 +8,9 @@
 
 #include "framework/autograd/ops/linear_attention.h"
 #include "framework/autograd/ops/reduce.h"
+#include "framework/backend/cpu/parallel.h"
 #include "framework/backend/fused/linear_attention.h"
 #include "framework/backend/fused/lrpe.h"
-#include "framework/backend/cpu/parallel.h"
 #include "framework/nn/position/lrpe.h"
 #include "framework/tensor/random.h"
 
@@ -57,7 +57,7 @@ BENCHMARK(BM_CausalForwardBackwardPerToken)
     ->UseRealTime();
 
 // Chunked kernel vs the quadratic masked form (forward only), one sequence, 4 heads.
-void BM_CausalChunked(benchmark::State& state) {
+void causal_forward_only(benchmark::State& state, bool chunked) {
   backend::init_runtime();
   const int64_t n = state.range(0);
   Generator gen(2);
@@ -65,23 +65,20 @@ void BM_CausalChunked(benchmark::State& state) {
   const Tensor k = rand({1, kHeads, n, kHeadDim}, gen, 0, 0.1);
   const Tensor v = randn({1, kHeads, n, kHeadDim}, gen);
   for (auto _ : state) {
-    benchmark::DoNotOptimize(backend::causal_linear_attention_forward(q, k, v, 64).raw_data());
+    const Tensor o = chunked ? backend::causal_linear_attention_forward(q, k, v, 64)
+                             : backend::causal_linear_attention_quadratic(q, k, v);
+    benchmark::DoNotOptimize(o.raw_data());
   }
   state.SetItemsProcessed(state.iterations() * n);
+}
+
+void BM_CausalChunked(benchmark::State& state) {
+  causal_forward_only(state, true);
 }
 BENCHMARK(BM_CausalChunked)->Arg(4096)->Arg(8192)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_CausalQuadratic(benchmark::State& state) {
-  backend::init_runtime();
-  const int64_t n = state.range(0);
-  Generator gen(2);
-  const Tensor q = rand({1, kHeads, n, kHeadDim}, gen, 0, 0.1);
-  const Tensor k = rand({1, kHeads, n, kHeadDim}, gen, 0, 0.1);
-  const Tensor v = randn({1, kHeads, n, kHeadDim}, gen);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(backend::causal_linear_attention_quadratic(q, k, v).raw_data());
-  }
-  state.SetItemsProcessed(state.iterations() * n);
+  causal_forward_only(state, false);
 }
 BENCHMARK(BM_CausalQuadratic)->Arg(4096)->Arg(8192)->Unit(benchmark::kMillisecond)->UseRealTime();
 

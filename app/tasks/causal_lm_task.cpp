@@ -2,8 +2,8 @@
 #include <cmath>
 
 #include "app/tasks/causal_lm_task.h"
+#include "app/tasks/lm_evaluation.h"
 #include "data/dataset/batch.h"
-#include "framework/distributed/sharded_sums.h"
 #include "framework/io/log.h"
 
 namespace rota::app {
@@ -48,24 +48,13 @@ train::Metrics CausalLmTask::evaluate_split(const std::string& split, int64_t ma
   const data::CausalLmDataset dataset(split_tokens(split), recipe().data().sequence_length(),
                                       data::WindowMode::kEval, data::padding_id(tokenizer()));
   data::BatchLoader loader(dataset.size(), evaluation_loader_options());
-  int64_t batches = loader.batches_per_epoch();
-  if (max_batches > 0) batches = std::min(batches, max_batches);
-  // Batch b runs on rank b % ranks; the sums are added in batch order (one process's numbers).
-  distributed::ShardedSums sums(communicator(), batches, 1, 1);
-  for (int64_t b = 0; b < batches; ++b) {
-    const std::vector<int64_t> indices = loader.next().indices;
-    if (!sums.mine(b)) continue;
-    const data::LmBatch batch = dataset.batch(indices);
-    if (batch.target_count == 0) continue;
-    const double loss_sum =
-        model_->loss(batch.tokens, batch.targets).item() * static_cast<double>(batch.target_count);
-    sums.set(b, {{loss_sum}}, {{batch.target_count}});
-  }
-  const distributed::ShardedSums::Totals totals = sums.totals();
-  const double loss_sum = totals.doubles[0];
-  const int64_t targets = totals.ints[0];
+  const LmLossTotals totals = lm_loss_totals(
+      communicator(), loader, max_batches,
+      [&](const std::vector<int64_t>& indices) { return dataset.batch(indices); },
+      [&](const data::LmBatch& batch) { return model_->loss(batch.tokens, batch.targets).item(); });
+  const int64_t targets = totals.targets;
   ROTA_CHECK(targets > 0, "eval: the {} split has no targets", split);
-  const double loss = loss_sum / static_cast<double>(targets);
+  const double loss = totals.loss_sum / static_cast<double>(targets);
   return {{"loss", loss}, {"ppl", std::exp(loss)}, {"tokens", static_cast<double>(targets)}};
 }
 

@@ -1,10 +1,10 @@
 // Masked-LM task: corrupted windows, loss over the masked positions.
 #include <cmath>
 
+#include "app/tasks/lm_evaluation.h"
 #include "app/tasks/masked_lm_task.h"
 #include "data/dataset/batch.h"
 #include "data/dataset/mlm_masking.h"
-#include "framework/distributed/sharded_sums.h"
 #include "framework/io/log.h"
 
 namespace rota::app {
@@ -50,25 +50,16 @@ train::MicroBatch MaskedLmTask::next_micro_batch() {
 train::Metrics MaskedLmTask::evaluate_split(const std::string& split, int64_t max_batches) {
   const data::MaskedLmDataset dataset = make_dataset(split, data::WindowMode::kEval);
   data::BatchLoader loader(dataset.size(), evaluation_loader_options());
-  int64_t batches = loader.batches_per_epoch();
-  if (max_batches > 0) batches = std::min(batches, max_batches);
-  // Batch b runs on rank b % ranks; the sums are added in batch order (one process's numbers).
-  distributed::ShardedSums sums(communicator(), batches, 1, 1);
-  for (int64_t b = 0; b < batches; ++b) {
-    const std::vector<int64_t> indices = loader.next().indices;
-    if (!sums.mine(b)) continue;
-    // Epoch 0: the same corruption at every evaluation, so numbers are comparable.
-    const data::LmBatch batch = dataset.batch(indices, /*epoch=*/0);
-    if (batch.target_count == 0) continue;
-    const double loss_sum = model_->loss(batch.tokens, batch.targets, batch.mask).item() *
-                            static_cast<double>(batch.target_count);
-    sums.set(b, {{loss_sum}}, {{batch.target_count}});
-  }
-  const distributed::ShardedSums::Totals totals = sums.totals();
-  const double loss_sum = totals.doubles[0];
-  const int64_t targets = totals.ints[0];
+  const LmLossTotals totals = lm_loss_totals(
+      communicator(), loader, max_batches,
+      // Epoch 0: the same corruption at every evaluation, so numbers are comparable.
+      [&](const std::vector<int64_t>& indices) { return dataset.batch(indices, /*epoch=*/0); },
+      [&](const data::LmBatch& batch) {
+        return model_->loss(batch.tokens, batch.targets, batch.mask).item();
+      });
+  const int64_t targets = totals.targets;
   ROTA_CHECK(targets > 0, "eval: no masked positions in the {} split", split);
-  const double loss = loss_sum / static_cast<double>(targets);
+  const double loss = totals.loss_sum / static_cast<double>(targets);
   return {{"loss", loss}, {"ppl", std::exp(loss)}, {"masked_tokens", static_cast<double>(targets)}};
 }
 

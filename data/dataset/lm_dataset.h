@@ -17,30 +17,84 @@ enum class WindowMode {
   kEval,
 };
 
-/// Window w holds inputs stream[wT, wT + len) and targets stream[wT + 1, wT + len + 1), with
-/// len = T except for the last evaluation window. A stream of N tokens has (N - 1) / T
-/// training windows and ceil((N - 1) / T) evaluation windows, which together predict all
-/// N - 1 tokens after the first: perplexity = exp(sum of losses / target_count()).
-class CausalLmDataset {
+/// What both LM datasets are built on: a token stream cut into windows of C stream tokens, one
+/// per row of seq_len positions. Window w covers stream[wC, wC + len) with len = C, except for a
+/// partial last evaluation window (its row is padded with pad_id).
+class TokenWindows {
  public:
-  CausalLmDataset(TokenStream tokens, int64_t seq_len, WindowMode mode, int64_t pad_id);
-
   /// Number of windows (examples).
   int64_t size() const { return windows_; }
   int64_t seq_len() const { return seq_len_; }
   /// Tokens in the stream (N).
   int64_t token_count() const { return static_cast<int64_t>(tokens_->size()); }
+
+ protected:
+  /// `what` names the dataset in errors; the stream must be set (checked here, first).
+  TokenWindows(const char* what, TokenStream tokens, int64_t seq_len, int64_t pad_id);
+
+  /// Cuts the first N - lookahead tokens (the last `lookahead` only serve as targets) into
+  /// windows of content_len > 0 tokens: full windows only (kTrain), or all with a partial last
+  /// one (kEval).
+  void cut(int64_t content_len, int64_t lookahead, WindowMode mode);
+
+  struct Window {
+    int64_t start = 0;   // first stream token
+    int64_t length = 0;  // stream tokens in the window
+  };
+  /// The batch of the windows w = indices[b]: tokens, targets [B, seq_len] i64 and mask
+  /// [B, seq_len] f32, row b filled by fill_row(w, window, tokens, targets, mask) (the row's
+  /// seq_len elements of each), which returns the row's target count. Each w must be in
+  /// [0, size()).
+  template <typename FillRow>
+  LmBatch batch_of(std::span<const int64_t> indices, FillRow&& fill_row) const {
+    const int64_t B = static_cast<int64_t>(indices.size());
+    const int64_t T = seq_len_;
+    LmBatch batch;
+    batch.tokens = Tensor::empty({B, T}, DType::kI64);
+    batch.targets = Tensor::empty({B, T}, DType::kI64);
+    batch.mask = Tensor::empty({B, T}, DType::kF32);
+    int64_t* tokens = batch.tokens.data<int64_t>();
+    int64_t* targets = batch.targets.data<int64_t>();
+    float* mask = batch.mask.data<float>();
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t w = indices[b];
+      const Window window = window_at(w);
+      batch.target_count += fill_row(w, window, tokens + b * T, targets + b * T, mask + b * T);
+    }
+    return batch;
+  }
+
+  const int64_t* stream() const { return tokens_->data(); }
+  int64_t pad_id() const { return pad_id_; }
+
+ private:
+  /// Window w, which must be in [0, size()).
+  Window window_at(int64_t w) const;
+
+  const char* what_;
+  TokenStream tokens_;
+  int64_t seq_len_;
+  int64_t pad_id_;
+  int64_t content_len_ = 0;
+  int64_t usable_ = 0;  // N - lookahead: the tokens windows cover
+  int64_t windows_ = 0;
+};
+
+/// Window w holds inputs stream[wT, wT + len) and targets stream[wT + 1, wT + len + 1), with
+/// len = T except for the last evaluation window. A stream of N tokens has (N - 1) / T
+/// training windows and ceil((N - 1) / T) evaluation windows, which together predict all
+/// N - 1 tokens after the first: perplexity = exp(sum of losses / target_count()).
+class CausalLmDataset : public TokenWindows {
+ public:
+  CausalLmDataset(TokenStream tokens, int64_t seq_len, WindowMode mode, int64_t pad_id);
+
   /// Targets over all windows: N - 1 in evaluation mode, size() * T in training mode.
   int64_t target_count() const;
   /// The windows with these indices as one batch: tokens, targets, mask [indices.size(), T].
   LmBatch batch(std::span<const int64_t> indices) const;
 
  private:
-  TokenStream tokens_;
-  int64_t seq_len_;
   WindowMode mode_;
-  int64_t pad_id_;
-  int64_t windows_ = 0;
 };
 
 }  // namespace rota::data

@@ -14,27 +14,19 @@ namespace rota::data {
 /// masking of window w in epoch e uses a generator seeded from (seed, e, w), so a batch does
 /// not depend on which other windows share it, on the rank that builds it, or on where
 /// training resumed. Evaluate with a fixed epoch (e.g. 0) for a fixed corruption.
-class MaskedLmDataset {
+class MaskedLmDataset : public TokenWindows {
  public:
   /// cls_id >= 0 puts that token at position 0 of every window (never selected for masking).
   MaskedLmDataset(TokenStream tokens, int64_t seq_len, WindowMode mode, MlmMasker masker,
                   uint64_t seed, int64_t pad_id, int64_t cls_id = -1);
 
-  int64_t size() const { return windows_; }
-  int64_t seq_len() const { return seq_len_; }
-  int64_t token_count() const { return static_cast<int64_t>(tokens_->size()); }
   /// tokens (corrupted), targets (original ids at selected positions), mask (1 real, 0 pad).
   LmBatch batch(std::span<const int64_t> indices, int64_t epoch) const;
 
  private:
-  TokenStream tokens_;
-  int64_t seq_len_;
-  int64_t content_len_;  // stream tokens per window
   MlmMasker masker_;
   uint64_t seed_;
-  int64_t pad_id_;
   int64_t cls_id_;
-  int64_t windows_ = 0;
 };
 
 }  // namespace rota::data

@@ -84,43 +84,38 @@ double LrSchedule::multiplier(int64_t t) const {
   return options_.lr > 0.0 ? lr(t) / options_.lr : 0.0;
 }
 
-ConstantSchedule::ConstantSchedule(const ScheduleOptions& options)
-    : LrSchedule(named(options, ScheduleName::kConstant)) {}
-
-double ConstantSchedule::after_warmup(int64_t) const {
-  return options_.lr;
+template <ScheduleName kName>
+NamedSchedule<kName>::NamedSchedule(const ScheduleOptions& options)
+    : LrSchedule(named(options, kName)) {
+  if constexpr (kName == ScheduleName::kLinear || kName == ScheduleName::kCosine) {
+    check_decay_horizon(options_);
+  } else if constexpr (kName == ScheduleName::kInverseSqrt) {
+    ROTA_CHECK(options_.warmup_steps >= 1,
+               "inverse_sqrt schedule: warmup_steps must be >= 1 (the decay is lr * sqrt(W / t))");
+  }
 }
 
-LinearDecaySchedule::LinearDecaySchedule(const ScheduleOptions& options)
-    : LrSchedule(named(options, ScheduleName::kLinear)) {
-  check_decay_horizon(options_);
+template <ScheduleName kName>
+double NamedSchedule<kName>::after_warmup(int64_t t) const {
+  if constexpr (kName == ScheduleName::kConstant) {
+    return options_.lr;
+  } else if constexpr (kName == ScheduleName::kLinear) {
+    return options_.lr + (options_.min_lr - options_.lr) * decay_progress(options_, t);
+  } else if constexpr (kName == ScheduleName::kCosine) {
+    const double p = decay_progress(options_, t);
+    return options_.min_lr + (options_.lr - options_.min_lr) * 0.5 * (1.0 + std::cos(kPi * p));
+  } else {
+    static_assert(kName == ScheduleName::kInverseSqrt);
+    const double decayed = options_.lr * std::sqrt(static_cast<double>(options_.warmup_steps)) /
+                           std::sqrt(static_cast<double>(t));
+    return std::max(options_.min_lr, decayed);
+  }
 }
 
-double LinearDecaySchedule::after_warmup(int64_t t) const {
-  return options_.lr + (options_.min_lr - options_.lr) * decay_progress(options_, t);
-}
-
-CosineDecaySchedule::CosineDecaySchedule(const ScheduleOptions& options)
-    : LrSchedule(named(options, ScheduleName::kCosine)) {
-  check_decay_horizon(options_);
-}
-
-double CosineDecaySchedule::after_warmup(int64_t t) const {
-  const double p = decay_progress(options_, t);
-  return options_.min_lr + (options_.lr - options_.min_lr) * 0.5 * (1.0 + std::cos(kPi * p));
-}
-
-InverseSqrtSchedule::InverseSqrtSchedule(const ScheduleOptions& options)
-    : LrSchedule(named(options, ScheduleName::kInverseSqrt)) {
-  ROTA_CHECK(options_.warmup_steps >= 1,
-             "inverse_sqrt schedule: warmup_steps must be >= 1 (the decay is lr * sqrt(W / t))");
-}
-
-double InverseSqrtSchedule::after_warmup(int64_t t) const {
-  const double decayed = options_.lr * std::sqrt(static_cast<double>(options_.warmup_steps)) /
-                         std::sqrt(static_cast<double>(t));
-  return std::max(options_.min_lr, decayed);
-}
+template class NamedSchedule<ScheduleName::kConstant>;
+template class NamedSchedule<ScheduleName::kLinear>;
+template class NamedSchedule<ScheduleName::kCosine>;
+template class NamedSchedule<ScheduleName::kInverseSqrt>;
 
 std::unique_ptr<LrSchedule> make_schedule(const ScheduleOptions& options) {
   switch (options.name) {

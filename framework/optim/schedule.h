@@ -53,37 +53,28 @@ class LrSchedule {
   ScheduleOptions options_;
 };
 
-class ConstantSchedule : public LrSchedule {
+/// The schedule called kName (its formula above). The constructor sets options().name to kName
+/// and checks what the formula needs: linear and cosine total_steps > warmup_steps and
+/// min_lr <= lr, inverse_sqrt warmup_steps >= 1.
+template <ScheduleName kName>
+class NamedSchedule : public LrSchedule {
  public:
-  explicit ConstantSchedule(const ScheduleOptions& options);
+  explicit NamedSchedule(const ScheduleOptions& options);
 
  protected:
   double after_warmup(int64_t t) const override;
 };
 
-class LinearDecaySchedule : public LrSchedule {
- public:
-  explicit LinearDecaySchedule(const ScheduleOptions& options);
+// Built once, in schedule.cpp.
+extern template class NamedSchedule<ScheduleName::kConstant>;
+extern template class NamedSchedule<ScheduleName::kLinear>;
+extern template class NamedSchedule<ScheduleName::kCosine>;
+extern template class NamedSchedule<ScheduleName::kInverseSqrt>;
 
- protected:
-  double after_warmup(int64_t t) const override;
-};
-
-class CosineDecaySchedule : public LrSchedule {
- public:
-  explicit CosineDecaySchedule(const ScheduleOptions& options);
-
- protected:
-  double after_warmup(int64_t t) const override;
-};
-
-class InverseSqrtSchedule : public LrSchedule {
- public:
-  explicit InverseSqrtSchedule(const ScheduleOptions& options);
-
- protected:
-  double after_warmup(int64_t t) const override;
-};
+using ConstantSchedule = NamedSchedule<ScheduleName::kConstant>;
+using LinearDecaySchedule = NamedSchedule<ScheduleName::kLinear>;
+using CosineDecaySchedule = NamedSchedule<ScheduleName::kCosine>;
+using InverseSqrtSchedule = NamedSchedule<ScheduleName::kInverseSqrt>;
 
 /// Builds the schedule named by options.name; invalid options throw naming the field.
 std::unique_ptr<LrSchedule> make_schedule(const ScheduleOptions& options);

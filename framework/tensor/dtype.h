@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 namespace rota {
 
@@ -58,28 +59,23 @@ inline float bf16_to_float(BF16 value) {
   return f;
 }
 
-/// Maps a C++ element type to its DType.
+/// Maps a C++ element type to its DType: DTypeOf<T>::value (no other type compiles).
 template <typename T>
-struct DTypeOf;
-template <>
-struct DTypeOf<float> {
-  static constexpr DType value = DType::kF32;
-};
-template <>
-struct DTypeOf<double> {
-  static constexpr DType value = DType::kF64;
-};
-template <>
-struct DTypeOf<BF16> {
-  static constexpr DType value = DType::kBF16;
-};
-template <>
-struct DTypeOf<int32_t> {
-  static constexpr DType value = DType::kI32;
-};
-template <>
-struct DTypeOf<int64_t> {
-  static constexpr DType value = DType::kI64;
+struct DTypeOf {
+  static constexpr DType value = [] {
+    if constexpr (std::is_same_v<T, float>) {
+      return DType::kF32;
+    } else if constexpr (std::is_same_v<T, double>) {
+      return DType::kF64;
+    } else if constexpr (std::is_same_v<T, BF16>) {
+      return DType::kBF16;
+    } else if constexpr (std::is_same_v<T, int32_t>) {
+      return DType::kI32;
+    } else {
+      static_assert(std::is_same_v<T, int64_t>, "DTypeOf: not a tensor element type");
+      return DType::kI64;
+    }
+  }();
 };
 
 }  // namespace rota

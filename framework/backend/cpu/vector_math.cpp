@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "framework/backend/cpu/isa_build.h"
 #include "framework/base/error.h"
 
 namespace rota::backend::vecmath {
@@ -140,91 +141,25 @@ inline void round_to_bf16_loop(const float* x, uint16_t* y, int64_t n) {
   }
 }
 
-// One build per instruction set: the target attribute sets the vector width (16 floats with
-// AVX-512, 8 with AVX2, 4 with SSE2) and lets GCC fuse a * b + c into FMAs; `flatten` inlines
-// the element functions (compiled for any x86-64) into each build so they are vectorised with
-// its instructions.
-struct PortableBuild {
-  template <typename F>
-  [[gnu::flatten]] static void map(const float* x, float* y, int64_t n) {
-    map_loop<F>(x, y, n);
-  }
-  template <typename F>
-  [[gnu::flatten]] static void map_with_param(const float* x, float* y, int64_t n, float p) {
-    map_with_param_loop<F>(x, y, n, p);
-  }
-  template <typename F>
-  [[gnu::flatten]] static void backward(const float* x, const float* g, float* gx, int64_t n) {
-    backward_loop<F>(x, g, gx, n);
-  }
-  [[gnu::flatten]] static void round_to_bf16(const float* x, uint16_t* y, int64_t n) {
-    round_to_bf16_loop(x, y, n);
-  }
-};
-
-#if defined(__x86_64__)
-struct Avx2Build {
-  template <typename F>
-  [[gnu::target("avx2,fma"), gnu::flatten]] static void map(const float* x, float* y, int64_t n) {
-    map_loop<F>(x, y, n);
-  }
-  template <typename F>
-  [[gnu::target("avx2,fma"), gnu::flatten]] static void map_with_param(const float* x, float* y,
-                                                                       int64_t n, float p) {
-    map_with_param_loop<F>(x, y, n, p);
-  }
-  template <typename F>
-  [[gnu::target("avx2,fma"), gnu::flatten]] static void backward(const float* x, const float* g,
-                                                                 float* gx, int64_t n) {
-    backward_loop<F>(x, g, gx, n);
-  }
-  [[gnu::target("avx2,fma"), gnu::flatten]] static void round_to_bf16(const float* x, uint16_t* y,
-                                                                      int64_t n) {
-    round_to_bf16_loop(x, y, n);
-  }
-};
-
-struct Avx512Build {
-  template <typename F>
-  [[gnu::target("avx512f,fma"), gnu::flatten]] static void map(const float* x, float* y,
-                                                               int64_t n) {
-    map_loop<F>(x, y, n);
-  }
-  template <typename F>
-  [[gnu::target("avx512f,fma"), gnu::flatten]] static void map_with_param(const float* x, float* y,
-                                                                          int64_t n, float p) {
-    map_with_param_loop<F>(x, y, n, p);
-  }
-  template <typename F>
-  [[gnu::target("avx512f,fma"), gnu::flatten]] static void backward(const float* x, const float* g,
-                                                                    float* gx, int64_t n) {
-    backward_loop<F>(x, g, gx, n);
-  }
-  [[gnu::target("avx512f,fma"), gnu::flatten]] static void round_to_bf16(const float* x,
-                                                                         uint16_t* y, int64_t n) {
-    round_to_bf16_loop(x, y, n);
-  }
-};
-#endif
-
+// The kernels of one build (isa_build.h): each loop compiled for Build::isa.
 template <typename Build>
-Kernels make_kernels(Isa isa) {
+Kernels make_kernels() {
   Kernels k{};
-  k.isa = isa;
-  k.exp = Build::template map<Exp>;
-  k.expm1 = Build::template map<Expm1>;
-  k.erf = Build::template map<Erf>;
-  k.tanh = Build::template map<Tanh>;
-  k.sigmoid = Build::template map<Sigmoid>;
-  k.silu = Build::template map<Silu>;
-  k.elu = Build::template map_with_param<Elu>;
-  k.one_plus_elu = Build::template map<OnePlusElu>;
-  k.gelu_erf = Build::template map<GeluErf>;
-  k.gelu_tanh = Build::template map<GeluTanh>;
-  k.silu_backward = Build::template backward<Silu>;
-  k.gelu_erf_backward = Build::template backward<GeluErf>;
-  k.gelu_tanh_backward = Build::template backward<GeluTanh>;
-  k.round_to_bf16 = &Build::round_to_bf16;
+  k.isa = Build::isa;
+  k.exp = Build::template of<&map_loop<Exp>>;
+  k.expm1 = Build::template of<&map_loop<Expm1>>;
+  k.erf = Build::template of<&map_loop<Erf>>;
+  k.tanh = Build::template of<&map_loop<Tanh>>;
+  k.sigmoid = Build::template of<&map_loop<Sigmoid>>;
+  k.silu = Build::template of<&map_loop<Silu>>;
+  k.elu = Build::template of<&map_with_param_loop<Elu>>;
+  k.one_plus_elu = Build::template of<&map_loop<OnePlusElu>>;
+  k.gelu_erf = Build::template of<&map_loop<GeluErf>>;
+  k.gelu_tanh = Build::template of<&map_loop<GeluTanh>>;
+  k.silu_backward = Build::template of<&backward_loop<Silu>>;
+  k.gelu_erf_backward = Build::template of<&backward_loop<GeluErf>>;
+  k.gelu_tanh_backward = Build::template of<&backward_loop<GeluTanh>>;
+  k.round_to_bf16 = Build::template of<&round_to_bf16_loop>;
   return k;
 }
 
@@ -281,10 +216,10 @@ Isa best_isa() {
 const Kernels& kernels(Isa isa) {
   ROTA_CHECK(isa_supported(isa), "vecmath::kernels: this CPU cannot run the {} build",
              isa_name(isa));
-  static const Kernels portable = make_kernels<PortableBuild>(Isa::kPortable);
+  static const Kernels portable = make_kernels<PortableBuild>();
 #if defined(__x86_64__)
-  static const Kernels avx2 = make_kernels<Avx2Build>(Isa::kAvx2);
-  static const Kernels avx512 = make_kernels<Avx512Build>(Isa::kAvx512);
+  static const Kernels avx2 = make_kernels<Avx2Build>();
+  static const Kernels avx512 = make_kernels<Avx512Build>();
   if (isa == Isa::kAvx512) return avx512;
   if (isa == Isa::kAvx2) return avx2;
 #endif

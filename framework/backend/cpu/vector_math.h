@@ -18,9 +18,39 @@ namespace rota::backend::vecmath {
 // Special values give what libm gives: ±0 keep their sign, NaN stays NaN, overflow is inf,
 // underflow goes through the subnormals to 0, erf(±inf) = ±1, tanh saturates to ±1.
 //
-// Largest error against the exact value found by tests/framework/backend/cpu/vector_math_test.cpp (dense
-// sweeps of every binade plus the active ranges, each build, IEEE and FTZ/DAZ modes): exp
+// Largest error against the exact value found by tests/framework/backend/cpu/vector_math_test.cpp
+// (dense sweeps of every binade plus the active ranges, each build, IEEE and FTZ/DAZ modes): exp
 // 1.01 ulp, expm1 1.58, erf 1.28, tanh 1.05, sigmoid 2.31. glibc is ~0.5-1 ulp.
+
+// ---- Building blocks of the f32 exp variants (here and in the softmax-family kernels) ----
+
+/// p(x) = c0 x^k + c1 x^(k-1) + ... + ck by Horner's rule: p = c0, then p = p * x + c for each
+/// further coefficient, in order (the one evaluation order every polynomial here uses).
+template <typename... C>
+inline float horner(float x, float c0, C... rest) {
+  float p = c0;
+  ((p = p * x + rest), ...);
+  return p;
+}
+
+/// Cody-Waite range reduction: r = x - n ln2 with ln 2 in two parts, so that n * kLn2Hi is exact
+/// for the integers n that occur (|n| <= 150), and |r| <= ln2 / 2 for n = round(x log2 e).
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693359375f;
+constexpr float kLn2Lo = -2.12194440e-4f;
+constexpr float kRoundToInt = 12582912.0f;  // 1.5 * 2^23: adding and subtracting rounds to integer
+
+inline float exp_reduce(float x, float n) {
+  return (x - n * kLn2Hi) - n * kLn2Lo;
+}
+
+/// Cephes' expf polynomial: e^r - 1 = r + r^2 p(r) for |r| <= ln2 / 2 (p degree 5). Every f32
+/// exp in the backend (the masked one here, the clamped ones of the cross-entropy and softmax
+/// attention kernels) reduces its argument with exp_reduce and evaluates this p.
+inline float exp_poly(float r) {
+  return horner(r, 1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                1.6666665459e-1f, 5.0000001201e-1f);
+}
 
 namespace detail {
 
@@ -44,9 +74,9 @@ inline float with_sign_of(float magnitude, float x) {
                               (std::bit_cast<int32_t>(x) & static_cast<int32_t>(0x80000000u)));
 }
 
-// x = n ln2 + r with |r| <= ln2 / 2, and e^r - 1 from Cephes' expf polynomial:
-// e^r - 1 = r + r^2 p(r). n is zeroed where x is NaN or outside [kMinArg, kMaxArg], so its
-// conversion to int is always defined; r then carries a NaN through.
+// x = n ln2 + r with |r| <= ln2 / 2, and e^r - 1 = r + r^2 exp_poly(r). n is zeroed where x is
+// NaN or outside [kMinArg, kMaxArg], so its conversion to int is always defined; r then carries
+// a NaN through.
 struct ExpParts {
   float em1_r;    // e^r - 1
   int32_t n;      // 0 when out of range
@@ -59,22 +89,13 @@ constexpr float kExpMaxArg = 88.7228391116729f;  // ln(FLT_MAX + ulp/2): above, 
 constexpr int32_t kInfBits = 0x7f800000;
 
 inline ExpParts exp_parts(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693359375f;  // ln 2 in two parts: n * kLn2Hi is exact
-  constexpr float kLn2Lo = -2.12194440e-4f;
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding and subtracting rounds to integer
   const int32_t below = mask_if(x < kExpMinArg);
   const int32_t above = mask_if(x > kExpMaxArg);
   const int32_t nan = mask_if(x != x);
-  const float n_raw = (x * kLog2e + kRound) - kRound;
+  const float n_raw = (x * kLog2e + kRoundToInt) - kRoundToInt;
   const float n = std::bit_cast<float>(std::bit_cast<int32_t>(n_raw) & ~(below | above | nan));
-  const float r = (x - n * kLn2Hi) - n * kLn2Lo;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  const float r = exp_reduce(x, n);
+  const float p = exp_poly(r);
   return {p * r * r + r, static_cast<int32_t>(n), below, above};
 }
 
@@ -127,20 +148,12 @@ inline float erf(float x) {
   // NaN stays NaN (the comparison is false)
   const float a = detail::select(detail::mask_if(a_raw > 4.0f), 4.0f, a_raw);
   const float s = a * a;
-  float q = 7.853857824e-05f;
-  q = q * s - 8.010192541e-04f;
-  q = q * s + 5.188327748e-03f;
-  q = q * s - 2.685381100e-02f;
-  q = q * s + 1.128358543e-01f;
-  q = q * s - 3.761262596e-01f;
-  q = q * s + 1.283791661e-01f;
+  const float q = horner(s, 7.853857824e-05f, -8.010192541e-04f, 5.188327748e-03f,
+                         -2.685381100e-02f, 1.128358543e-01f, -3.761262596e-01f, 1.283791661e-01f);
   const float near_zero = a + a * q;
   const float t = 1.0f / (1.0f + 0.7f * a);
-  float r = -2.937683761e-01f;
-  r = r * t + 5.743424296e-01f;
-  r = r * t + 3.097943068e-01f;
-  r = r * t + 4.064800143e-01f;
-  r = r * t - 4.471717402e-04f;
+  const float r = horner(t, -2.937683761e-01f, 5.743424296e-01f, 3.097943068e-01f, 4.064800143e-01f,
+                         -4.471717402e-04f);
   const float far = 1.0f - exp(-s) * r;
   return detail::with_sign_of(detail::select(detail::mask_if(a < 1.0f), near_zero, far), x);
 }
@@ -150,12 +163,8 @@ inline float erf(float x) {
 inline float tanh(float x) {
   const float a = detail::abs_of(x);
   const float s = a * a;
-  float p = 1.736931503e-03f;
-  p = p * s - 7.657248061e-03f;
-  p = p * s + 2.145203017e-02f;
-  p = p * s - 5.389272422e-02f;
-  p = p * s + 1.333269477e-01f;
-  p = p * s - 3.333331645e-01f;
+  const float p = horner(s, 1.736931503e-03f, -7.657248061e-03f, 2.145203017e-02f,
+                         -5.389272422e-02f, 1.333269477e-01f, -3.333331645e-01f);
   const float near_zero = a + (a * s) * p;
   const float far = 1.0f - 2.0f / (exp(2.0f * a) + 1.0f);
   return detail::with_sign_of(detail::select(detail::mask_if(a < 0.75f), near_zero, far), x);

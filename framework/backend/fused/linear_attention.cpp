@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "framework/backend/cpu/dispatch.h"
 #include "framework/backend/cpu/parallel.h"
+#include "framework/backend/cpu/row_kernels.h"
 #include "framework/backend/cpu/small_gemm.h"
 #include "framework/tensor/strided_loop.h"
 
@@ -40,21 +42,6 @@ AttentionDims check_dims(const char* op, const Tensor& q, const Tensor& k, const
   dims.d = v.size(-1);
   dims.groups = (dims.n * dims.f) != 0 ? q.numel() / (dims.n * dims.f) : 0;
   return dims;
-}
-
-// out[D] += a * x[D]
-template <typename T>
-inline void axpy_row(T* out, T a, const T* x, int64_t d) {
-#pragma omp simd
-  for (int64_t i = 0; i < d; ++i) out[i] += a * x[i];
-}
-
-template <typename T>
-inline T dot_row(const T* a, const T* b, int64_t n) {
-  T acc = 0;
-#pragma omp simd reduction(+ : acc)
-  for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
-  return acc;
 }
 
 // o[D] += x[F] · M[F, D]
@@ -161,64 +148,83 @@ struct ChunkScratch {
   }
 };
 
-// Moves the key state past chunk [c0, c1): S = γ^(c1−c0) S + Σ_{c0≤j<c1} γ^(c1−1−j) k_jᵀ v_j
-// (γ = 1 without decay). Shared by the forward pass and the backward's forward sweep.
-// state: [F, D]; k: [N, F]; v: [N, D]; pw: powers γ^0..γ^C or null.
+// Moves a [F, D] state past chunk [c0, c1): state = γ^(c1−c0) state + Σ_{c0≤j<c1} γ^e(j) a_jᵀ b_j
+// with e(j) = c1−1−j for the key state S (a, b = k, v: the forward and the backward's forward
+// sweep) or e(j) = j−c0 for the backward's reverse state R (a, b = q, dO, walking towards the
+// start); γ = 1 without decay. a: [N, F]; b: [N, D]; pw: powers γ^0..γ^C or null.
 template <typename T>
-void advance_key_state(T* state, Rows<const T> k, Rows<const T> v, int64_t c0, int64_t c1,
-                       const AttentionDims& s, const T* pw, T* scaled_rows) {
+void advance_state(T* state, Rows<const T> a, Rows<const T> b, int64_t c0, int64_t c1, bool reverse,
+                   const AttentionDims& s, const T* pw, T* scaled_rows) {
   const int64_t len = c1 - c0;
-  const T* keys = k.row(c0);  // [len, F] (rows k.ld apart), read transposed as [F, len]
-  int64_t key_ld = k.ld;
+  const T* rows = a.row(c0);  // [len, F] (rows a.ld apart), read transposed as [F, len]
+  int64_t rows_ld = a.ld;
   if (pw) {
     for (int64_t x = 0; x < s.f * s.d; ++x) state[x] *= pw[len];
     for (int64_t j = 0; j < len; ++j) {
-      const T w = pw[len - 1 - j];
-      for (int64_t x = 0; x < s.f; ++x) scaled_rows[j * s.f + x] = w * keys[j * key_ld + x];
+      const T w = pw[reverse ? j : len - 1 - j];
+      for (int64_t x = 0; x < s.f; ++x) scaled_rows[j * s.f + x] = w * rows[j * rows_ld + x];
     }
-    keys = scaled_rows;
-    key_ld = s.f;
+    rows = scaled_rows;
+    rows_ld = s.f;
   }
-  // S[F, D] += keysᵀ[F, len] · V_c[len, D]
-  block_product(s.f, s.d, len, keys, 1, key_ld, v.row(c0), v.ld, state, s.d, true);
+  // state[F, D] += rowsᵀ[F, len] · b_c[len, D]
+  block_product(s.f, s.d, len, rows, 1, rows_ld, b.row(c0), b.ld, state, s.d, true);
 }
 
-// One slice of the causal forward. q, k: [N, F], v, o: [N, D] (rows at their own strides).
-// With a decay γ the weights become γ^(i−j): o_i = Σ_{j≤i} γ^(i−j) (q_i·k_j) v_j. The state
-// then holds S = Σ_{j<c0} γ^(c0−1−j) k_jᵀ v_j, so every power stays ≤ 1 (no overflow).
-// pw: [C+1] powers γ^0..γ^C.
+// One causal sweep over the chunks of a slice, rebuilding the key state S = Σ_{j<c0}
+// γ^(c0−1−j) k_jᵀ v_j chunk by chunk (so every power stays ≤ 1: no overflow):
+//   out_i = Σ_{c0≤j≤i} γ^(i−j) (a_i·b_j) c_j + γ^(i−c0+1) a_i M,
+// M = S [F, D] (the forward: a, b, c = q, k, v) or, with transposed_state, Sᵀ [D, F] (the
+// backward's dq: a, b, c = dO, v, k). a, b: [N, W]; c, out: [N, W'] with W = F, W' = D (or
+// W = D, W' = F when transposed). pw: [C+1] powers γ^0..γ^C or null.
 template <typename T>
-void causal_forward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<T> o,
-                          ChunkScratch<T>& w, const AttentionDims& s, int64_t chunk, const T* pw) {
+void causal_sweep(Rows<const T> a, Rows<const T> b, Rows<const T> c, Rows<T> out,
+                  bool transposed_state, Rows<const T> k, Rows<const T> v, ChunkScratch<T>& w,
+                  const AttentionDims& s, int64_t chunk, const T* pw) {
+  const int64_t wa = transposed_state ? s.d : s.f;                    // W
+  const int64_t wc = transposed_state ? s.f : s.d;                    // W'
+  const T* m = transposed_state ? w.state_t.data() : w.state.data();  // [W, W']
   T* state = w.state.data();
+  T* scores = w.scores.data();
   std::fill(state, state + s.f * s.d, T(0));
   for (int64_t c0 = 0; c0 < s.n; c0 += chunk) {
     const int64_t c1 = std::min(s.n, c0 + chunk);
     const int64_t len = c1 - c0;
-    small_gemm::transpose_into(k.row(c0), len, s.f, k.ld, w.packed_a.data());  // K_cᵀ [F, len]
+    small_gemm::transpose_into(b.row(c0), len, wa, b.ld, w.packed_a.data());  // B_cᵀ [W, len]
+    if (transposed_state && c0 > 0) {
+      small_gemm::transpose_into(state, s.f, s.d, s.d, w.state_t.data());  // Sᵀ [D, F]
+    }
     for (int64_t i0 = c0; i0 < c1; i0 += kRowBlock) {
       const int64_t i1 = std::min(c1, i0 + kRowBlock);
       const int64_t rows = i1 - i0;
       const int64_t cols = i1 - c0;  // keys c0..i1−1 can be seen by these rows
-      T* scores = w.scores.data();
-      // Scores[rows, cols] = Q[i0:i1] · K[c0:i1]ᵀ, masked to j ≤ i, weighted γ^(i−j).
-      block_product(rows, cols, s.f, q.row(i0), q.ld, 1, w.packed_a.data(), len, scores, cols,
+      // Scores[rows, cols] = A[i0:i1] · B[c0:i1]ᵀ, masked to j ≤ i, weighted γ^(i−j).
+      block_product(rows, cols, wa, a.row(i0), a.ld, 1, w.packed_a.data(), len, scores, cols,
                     false);
       mask_scores(scores, rows, cols, i0, c0, true, pw);
-      // O[i0:i1] = Scores · V[c0:i1]
-      block_product(rows, s.d, cols, scores, cols, 1, v.row(c0), v.ld, o.row(i0), o.ld, false);
+      // Out[i0:i1] = Scores · C[c0:i1]
+      block_product(rows, wc, cols, scores, cols, 1, c.row(c0), c.ld, out.row(i0), out.ld, false);
       if (c0 == 0) continue;  // no earlier keys
-      // Inter-chunk: o_i += γ^(i−c0+1) q_i S.
+      // Inter-chunk: out_i += γ^(i−c0+1) a_i M.
       if (pw) {
-        block_product(rows, s.d, s.f, q.row(i0), q.ld, 1, state, s.d, w.inter.data(), s.d, false);
-        add_scaled_rows(o.row(i0), o.ld, w.inter.data(), rows, s.d,
+        block_product(rows, wc, wa, a.row(i0), a.ld, 1, m, wc, w.inter.data(), wc, false);
+        add_scaled_rows(out.row(i0), out.ld, w.inter.data(), rows, wc,
                         [&](int64_t r) { return pw[i0 + r - c0 + 1]; });
       } else {
-        block_product(rows, s.d, s.f, q.row(i0), q.ld, 1, state, s.d, o.row(i0), o.ld, true);
+        block_product(rows, wc, wa, a.row(i0), a.ld, 1, m, wc, out.row(i0), out.ld, true);
       }
     }
-    advance_key_state(state, k, v, c0, c1, s, pw, w.scaled_rows.data());
+    advance_state(state, k, v, c0, c1, false, s, pw, w.scaled_rows.data());
   }
+}
+
+// One slice of the causal forward. q, k: [N, F], v, o: [N, D] (rows at their own strides).
+// With a decay γ the weights become γ^(i−j): o_i = Σ_{j≤i} γ^(i−j) (q_i·k_j) v_j.
+// pw: [C+1] powers γ^0..γ^C.
+template <typename T>
+void causal_forward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<T> o,
+                          ChunkScratch<T>& w, const AttentionDims& s, int64_t chunk, const T* pw) {
+  causal_sweep(q, k, v, o, false, k, v, w, s, chunk, pw);
 }
 
 // One slice of the causal backward. Inputs as the forward plus g = dO: [N, D]; dq, dk: [N, F]
@@ -230,41 +236,11 @@ template <typename T>
 void causal_backward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<const T> g,
                            T* dq, T* dk, Rows<T> dv, ChunkScratch<T>& w, const AttentionDims& s,
                            int64_t chunk, const T* pw) {
+  // Forward sweep for dq: dq_i = γ^(i−c0+1) g_i Sᵀ + Σ_{c0≤j≤i} γ^(i−j) (g_i·v_j) k_j.
+  causal_sweep(g, v, k, Rows<T>{dq, s.f}, true, k, v, w, s, chunk, pw);
   T* scores = w.scores.data();
-  T* state = w.state.data();
-  // Forward sweep for dq, rebuilding S chunk by chunk.
-  std::fill(state, state + s.f * s.d, T(0));
-  for (int64_t c0 = 0; c0 < s.n; c0 += chunk) {
-    const int64_t c1 = std::min(s.n, c0 + chunk);
-    const int64_t len = c1 - c0;
-    small_gemm::transpose_into(v.row(c0), len, s.d, v.ld, w.packed_a.data());  // V_cᵀ [D, len]
-    if (c0 > 0) small_gemm::transpose_into(state, s.f, s.d, s.d, w.state_t.data());  // Sᵀ [D, F]
-    for (int64_t i0 = c0; i0 < c1; i0 += kRowBlock) {
-      const int64_t i1 = std::min(c1, i0 + kRowBlock);
-      const int64_t rows = i1 - i0;
-      const int64_t cols = i1 - c0;
-      // dScores[rows, cols] = dO[i0:i1] · V[c0:i1]ᵀ, masked and weighted like the scores.
-      block_product(rows, cols, s.d, g.row(i0), g.ld, 1, w.packed_a.data(), len, scores, cols,
-                    false);
-      mask_scores(scores, rows, cols, i0, c0, true, pw);
-      // dQ[i0:i1] = dScores · K[c0:i1]
-      block_product(rows, s.f, cols, scores, cols, 1, k.row(c0), k.ld, dq + i0 * s.f, s.f, false);
-      if (c0 == 0) continue;
-      // dq_i += γ^(i−c0+1) g_i Sᵀ
-      if (pw) {
-        block_product(rows, s.f, s.d, g.row(i0), g.ld, 1, w.state_t.data(), s.f, w.inter.data(),
-                      s.f, false);
-        add_scaled_rows(dq + i0 * s.f, s.f, w.inter.data(), rows, s.f,
-                        [&](int64_t r) { return pw[i0 + r - c0 + 1]; });
-      } else {
-        block_product(rows, s.f, s.d, g.row(i0), g.ld, 1, w.state_t.data(), s.f, dq + i0 * s.f, s.f,
-                      true);
-      }
-    }
-    advance_key_state(state, k, v, c0, c1, s, pw, w.scaled_rows.data());
-  }
   // Reverse sweep with R = Σ_{t in later chunks} γ^(t−c1) q_tᵀ g_t: [F, D].
-  T* r = state;
+  T* r = w.state.data();
   std::fill(r, r + s.f * s.d, T(0));
   const int64_t last = ((s.n - 1) / chunk) * chunk;
   for (int64_t c0 = last; c0 >= 0; c0 -= chunk) {
@@ -306,19 +282,7 @@ void causal_backward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Ro
       }
     }
     // R = γ^(c1−c0) R + Σ_{c0≤i<c1} γ^(i−c0) q_iᵀ g_i.
-    const T* queries = q.row(c0);  // [len, F], read transposed
-    int64_t query_ld = q.ld;
-    if (pw) {
-      for (int64_t x = 0; x < s.f * s.d; ++x) r[x] *= pw[len];
-      for (int64_t i = 0; i < len; ++i) {
-        for (int64_t x = 0; x < s.f; ++x) {
-          w.scaled_rows[i * s.f + x] = pw[i] * queries[i * query_ld + x];
-        }
-      }
-      queries = w.scaled_rows.data();
-      query_ld = s.f;
-    }
-    block_product(s.f, s.d, len, queries, 1, query_ld, g.row(c0), g.ld, r, s.d, true);
+    advance_state(r, q, g, c0, c1, true, s, pw, w.scaled_rows.data());
   }
 }
 
@@ -367,6 +331,15 @@ SliceOperands slice_operands(const Tensor& q_in, const Tensor& k_in, const Tenso
   in.v_at = matrix_offsets(in.v.shape(), in.v.strides());
   in.x_at = matrix_offsets(in.x.shape(), in.x.strides());
   return in;
+}
+
+// q, k, v made contiguous, and a zero output o shaped like v (the simple kernels' operands).
+struct DenseOperands {
+  Tensor q, k, v, o;
+};
+
+DenseOperands dense_operands(const Tensor& q, const Tensor& k, const Tensor& v) {
+  return {q.contiguous(), k.contiguous(), v.contiguous(), zeros(v.shape(), v.dtype())};
 }
 
 // The output of a [B, H, N, D] attention: stored as [B, N, H, D] and returned as its permuted
@@ -445,10 +418,7 @@ Tensor causal_linear_attention_quadratic(const Tensor& q_in, const Tensor& k_in,
                                          const Tensor& v_in) {
   const char* op = "causal_linear_attention_quadratic";
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
-  const Tensor q = q_in.contiguous();
-  const Tensor k = k_in.contiguous();
-  const Tensor v = v_in.contiguous();
-  Tensor o = zeros(v.shape(), v.dtype());
+  const auto [q, k, v, o] = dense_operands(q_in, k_in, v_in);
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     parallel_for(s.groups, s.n * s.n * (s.f + s.d), [&](int64_t g0, int64_t g1) {
@@ -475,18 +445,30 @@ Tensor causal_linear_attention_quadratic(const Tensor& q_in, const Tensor& k_in,
 
 namespace {
 
-// Key mask per slice: for q [B, H, N, F] and mask [B, N], slice g uses row g / H.
+// The key mask of the bidirectional kernels: for q [B, H, N, F] and mask [B, N], slice g uses
+// mask row g / H; an undefined mask hides nothing.
+template <typename T>
+struct KeyMask {
+  std::vector<T> values;  // [B, N] as 0 / 1; empty without a mask
+  int64_t heads = 1;
+
+  // Slice g's row [N], or null without a mask.
+  const T* row(int64_t g, int64_t n) const {
+    return values.empty() ? nullptr : values.data() + (g / heads) * n;
+  }
+};
 
 template <typename T>
-std::vector<T> mask_values(const Tensor& key_mask, const Tensor& q, const char* op) {
-  std::vector<T> m;
-  if (!key_mask.defined()) return m;
+KeyMask<T> key_mask_of(const Tensor& key_mask, const Tensor& q, const char* op) {
+  KeyMask<T> mask;
+  if (!key_mask.defined()) return mask;
   ROTA_CHECK(q.dim() == 4 && key_mask.dim() == 2 && key_mask.size(0) == q.size(0) &&
                  key_mask.size(1) == q.size(2),
              "{}: key mask {} does not fit q {} (expected [B, N] for q [B, H, N, F])", op,
              shape_str(key_mask.shape()), shape_str(q.shape()));
-  for (double x : key_mask.to_double_vector()) m.push_back(x != 0 ? T(1) : T(0));
-  return m;
+  for (double x : key_mask.to_double_vector()) mask.values.push_back(x != 0 ? T(1) : T(0));
+  mask.heads = q.size(1);
+  return mask;
 }
 
 // rows [N, W] (rows.ld apart) with the rows of masked-out keys (m_t = 0) zeroed, written densely
@@ -501,6 +483,22 @@ Rows<const T> masked_rows(Rows<const T> rows, const T* m, int64_t n, int64_t wid
   return {out, width};
 }
 
+// A thread's diag(m) K [N, F] and diag(m) V [N, D] (buffers empty without a mask).
+template <typename T>
+struct MaskedKeyValues {
+  std::vector<T> keys, values;
+
+  MaskedKeyValues(const KeyMask<T>& mask, const AttentionDims& s)
+      : keys(mask.values.empty() ? 0 : s.n * s.f), values(mask.values.empty() ? 0 : s.n * s.d) {}
+
+  // k and v with the rows of masked-out keys zeroed, or k and v themselves when m is null.
+  std::pair<Rows<const T>, Rows<const T>> apply(const T* m, Rows<const T> k, Rows<const T> v,
+                                                const AttentionDims& s) {
+    if (!m) return {k, v};
+    return {masked_rows(k, m, s.n, s.f, keys.data()), masked_rows(v, m, s.n, s.d, values.data())};
+  }
+};
+
 }  // namespace
 
 Tensor bidirectional_linear_attention_forward(const Tensor& q_in, const Tensor& k_in,
@@ -511,22 +509,16 @@ Tensor bidirectional_linear_attention_forward(const Tensor& q_in, const Tensor& 
       slice_operands(q_in, k_in, v_in, attention_output(v_in));
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
-    const std::vector<T> mask = mask_values<T>(key_mask, q, op);
-    const int64_t heads = mask.empty() ? 1 : q.size(1);
+    const KeyMask<T> mask = key_mask_of<T>(key_mask, q, op);
     parallel_for(s.groups, 2 * s.n * s.f * s.d, [&](int64_t g0, int64_t g1) {
       std::vector<T> kv(s.f * s.d);
-      std::vector<T> masked_keys(mask.empty() ? 0 : s.n * s.f);
-      std::vector<T> masked_values(mask.empty() ? 0 : s.n * s.d);
+      MaskedKeyValues<T> masked(mask, s);
       for (int64_t gi = g0; gi < g1; ++gi) {
         const Rows<const T> qr = slice_rows<const T>(q, q_at, gi);
-        Rows<const T> kr = slice_rows<const T>(k, k_at, gi);
-        Rows<const T> vr = slice_rows<const T>(v, v_at, gi);
         const Rows<T> orow = slice_rows<T>(o, o_at, gi);
-        if (!mask.empty()) {  // padded rows zeroed in both: diag(m) K and diag(m) V
-          const T* m = mask.data() + (gi / heads) * s.n;
-          kr = masked_rows(kr, m, s.n, s.f, masked_keys.data());
-          vr = masked_rows(vr, m, s.n, s.d, masked_values.data());
-        }
+        // Padded rows zeroed in both: diag(m) K and diag(m) V.
+        const auto [kr, vr] = masked.apply(mask.row(gi, s.n), slice_rows<const T>(k, k_at, gi),
+                                           slice_rows<const T>(v, v_at, gi), s);
         // KV[F, D] = Kᵀ diag(m) V, then O[N, D] = Q KV.
         block_product(s.f, s.d, s.n, kr.at, 1, kr.ld, vr.at, vr.ld, kv.data(), s.d, false);
         block_product(s.n, s.d, s.f, qr.at, qr.ld, 1, kv.data(), s.d, orow.at, orow.ld, false);
@@ -548,14 +540,12 @@ LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q_in,
   const std::vector<int64_t> dv_at = matrix_offsets(grads.dv.shape(), grads.dv.strides());
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
-    const std::vector<T> mask = mask_values<T>(key_mask, q, op);
-    const int64_t heads = mask.empty() ? 1 : q.size(1);
+    const KeyMask<T> mask = key_mask_of<T>(key_mask, q, op);
     parallel_for(s.groups, 4 * s.n * s.f * s.d, [&](int64_t g0, int64_t g1) {
       std::vector<T> kv(s.f * s.d);
       std::vector<T> dkv(s.f * s.d);
       std::vector<T> transposed(s.f * s.d);
-      std::vector<T> masked_keys(mask.empty() ? 0 : s.n * s.f);
-      std::vector<T> masked_values(mask.empty() ? 0 : s.n * s.d);
+      MaskedKeyValues<T> masked(mask, s);
       for (int64_t gi = g0; gi < g1; ++gi) {
         const Rows<const T> qr = slice_rows<const T>(q, q_at, gi);
         const Rows<const T> kr = slice_rows<const T>(k, k_at, gi);
@@ -564,9 +554,8 @@ LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q_in,
         T* dq = grads.dq.template data<T>() + gi * s.n * s.f;
         T* dk = grads.dk.template data<T>() + gi * s.n * s.f;
         const Rows<T> dv = slice_rows<T>(grads.dv, dv_at, gi);
-        const T* m = mask.empty() ? nullptr : mask.data() + (gi / heads) * s.n;
-        const Rows<const T> keys = m ? masked_rows(kr, m, s.n, s.f, masked_keys.data()) : kr;
-        const Rows<const T> values = m ? masked_rows(vr, m, s.n, s.d, masked_values.data()) : vr;
+        const T* m = mask.row(gi, s.n);
+        const auto [keys, values] = masked.apply(m, kr, vr, s);
         // KV[F, D] = Kᵀ diag(m) V and dKV[F, D] = Qᵀ dO.
         block_product(s.f, s.d, s.n, keys.at, 1, keys.ld, values.at, values.ld, kv.data(), s.d,
                       false);
@@ -604,10 +593,7 @@ Tensor causal_linear_attention_step(const Tensor& q_in, const Tensor& k_in, cons
   const int64_t groups = q_in.size(0);
   const int64_t f = q_in.size(1);
   const int64_t d = v_in.size(1);
-  const Tensor q = q_in.contiguous();
-  const Tensor k = k_in.contiguous();
-  const Tensor v = v_in.contiguous();
-  Tensor o = zeros(v.shape(), v.dtype());
+  const auto [q, k, v, o] = dense_operands(q_in, k_in, v_in);
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     std::vector<T> gamma;

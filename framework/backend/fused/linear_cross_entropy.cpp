@@ -10,9 +10,10 @@
 #include <vector>
 
 #include "framework/backend/cpu/dispatch.h"
-#include "framework/backend/primitives/matmul.h"
+#include "framework/backend/cpu/isa_build.h"
 #include "framework/backend/cpu/parallel.h"
 #include "framework/backend/cpu/vector_math.h"
+#include "framework/backend/primitives/matmul.h"
 
 namespace rota::backend {
 
@@ -189,6 +190,16 @@ inline T exp_kernel(T x) {
   }
 }
 
+// One row's gradient: write(c, dz_c) for every class c, dz_c = (e_c·inv_sum − ε/V)·s with
+// e_c = exp(z_c − m) held in zr, then write(target, dz_target) (the target's own formula).
+template <typename T, typename Write>
+inline void write_dz(const T* zr, int64_t classes, T inv_sum, T uniform, T scale, int64_t target,
+                     T dz_target, Write write) {
+#pragma omp simd
+  for (int64_t c = 0; c < classes; ++c) write(c, (zr[c] * inv_sum - uniform) * scale);
+  write(target, dz_target);
+}
+
 // Rows [begin, end) of a tile:
 //   lse = m + log Σ_c exp(z_c - m),  m = max_c z_c (max subtracted: no overflow)
 //   loss = (1-ε)·(lse - z_t) + ε·(lse - Σ_c z_c / V)
@@ -237,77 +248,41 @@ inline void softmax_rows(const TileArgs<T>& a, int64_t begin, int64_t end) {
     const T dz_target = (zr[target] * inv_sum - uniform) * scale - a.on_target * scale;
     if constexpr (std::is_same_v<T, float>) {
       // One pass writes dz and its rounding.
-      if (a.rounded.bf16 != nullptr && !a.keep_unrounded) {
-        uint16_t* out = a.rounded.bf16 + r * classes;
-#pragma omp simd
-        for (int64_t c = 0; c < classes; ++c) {
-          out[c] = bf16_bits((zr[c] * inv_sum - uniform) * scale);
-        }
-        out[target] = bf16_bits(dz_target);
-        continue;
-      }
       if (a.rounded.bf16 != nullptr) {
         uint16_t* out = a.rounded.bf16 + r * classes;
-#pragma omp simd
-        for (int64_t c = 0; c < classes; ++c) {
-          zr[c] = (zr[c] * inv_sum - uniform) * scale;
-          out[c] = bf16_bits(zr[c]);
+        if (!a.keep_unrounded) {
+          write_dz(zr, classes, inv_sum, uniform, scale, target, dz_target,
+                   [&](int64_t c, float dz) { out[c] = bf16_bits(dz); });
+        } else {
+          write_dz(zr, classes, inv_sum, uniform, scale, target, dz_target,
+                   [&](int64_t c, float dz) {
+                     zr[c] = dz;
+                     out[c] = bf16_bits(dz);
+                   });
         }
-        out[target] = bf16_bits(dz_target);
-        zr[target] = dz_target;
         continue;
       }
       if (a.rounded.f32 != nullptr) {
         float* out = a.rounded.f32 + r * classes;
-#pragma omp simd
-        for (int64_t c = 0; c < classes; ++c) {
-          zr[c] = (zr[c] * inv_sum - uniform) * scale;
-          out[c] = bf16_value(zr[c]);
-        }
-        out[target] = bf16_value(dz_target);
-        zr[target] = dz_target;
+        write_dz(zr, classes, inv_sum, uniform, scale, target, dz_target, [&](int64_t c, float dz) {
+          zr[c] = dz;
+          out[c] = bf16_value(dz);
+        });
         continue;
       }
     }
-#pragma omp simd
-    for (int64_t c = 0; c < classes; ++c) zr[c] = (zr[c] * inv_sum - uniform) * scale;
-    zr[target] = dz_target;
+    write_dz(zr, classes, inv_sum, uniform, scale, target, dz_target,
+             [&](int64_t c, T dz) { zr[c] = dz; });
   }
 }
 
-// The f32 rows, one build per instruction set (as in vector_math.cpp: the target attribute
-// sets the vector width, `flatten` inlines the row code and vecmath's exp into each build).
+// The f32 rows built for vecmath::best_isa() (which honours ROTA_MAX_CPU_ISA), chosen once (as
+// in vector_math.cpp: the build's target sets the vector width, `flatten` inlines the row code
+// and vecmath's exp into it).
 using F32Rows = void (*)(const TileArgs<float>&, int64_t, int64_t);
 
-[[gnu::flatten]] void f32_rows_portable(const TileArgs<float>& a, int64_t begin, int64_t end) {
-  softmax_rows<float>(a, begin, end);
-}
-#if defined(__x86_64__)
-[[gnu::target("avx2,fma"), gnu::flatten]] void f32_rows_avx2(const TileArgs<float>& a,
-                                                             int64_t begin, int64_t end) {
-  softmax_rows<float>(a, begin, end);
-}
-[[gnu::target("avx512f,fma"), gnu::flatten]] void f32_rows_avx512(const TileArgs<float>& a,
-                                                                  int64_t begin, int64_t end) {
-  softmax_rows<float>(a, begin, end);
-}
-#endif
-
-// The build for vecmath::best_isa() (which honours ROTA_MAX_CPU_ISA), chosen once.
 F32Rows f32_rows() {
-  static const F32Rows chosen = [] {
-#if defined(__x86_64__)
-    switch (vecmath::best_isa()) {
-      case vecmath::Isa::kAvx512:
-        return &f32_rows_avx512;
-      case vecmath::Isa::kAvx2:
-        return &f32_rows_avx2;
-      case vecmath::Isa::kPortable:
-        break;
-    }
-#endif
-    return &f32_rows_portable;
-  }();
+  static const F32Rows chosen = vecmath::build_of<&softmax_rows<float>>(vecmath::best_isa());
   return chosen;
 }
 

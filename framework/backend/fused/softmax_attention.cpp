@@ -9,6 +9,8 @@
 
 #include "framework/backend/cpu/dispatch.h"
 #include "framework/backend/cpu/parallel.h"
+#include "framework/backend/cpu/row_kernels.h"
+#include "framework/backend/cpu/vector_math.h"
 #include "framework/base/seed_mix.h"
 
 namespace rota::backend {
@@ -98,24 +100,14 @@ std::vector<uint8_t> visible_flags(const Tensor& mask_in) {
   const Tensor mask =
       (mask_in.dtype() == DType::kBF16 ? mask_in.to(DType::kF32) : mask_in).contiguous();
   std::vector<uint8_t> flags(static_cast<size_t>(mask.numel()));
-  auto fill = [&](const auto* p) {
+  const auto fill = [&](auto tag) {
+    const auto* p = mask.data<decltype(tag)>();
     for (size_t i = 0; i < flags.size(); ++i) flags[i] = p[i] != 0 ? 1 : 0;
   };
-  switch (mask.dtype()) {
-    case DType::kF32:
-      fill(mask.data<float>());
-      break;
-    case DType::kF64:
-      fill(mask.data<double>());
-      break;
-    case DType::kI32:
-      fill(mask.data<int32_t>());
-      break;
-    case DType::kI64:
-      fill(mask.data<int64_t>());
-      break;
-    default:
-      fail("softmax_attention: unsupported mask dtype {}", dtype_name(mask.dtype()));
+  if (is_floating(mask.dtype())) {
+    dispatch_floating(mask.dtype(), "softmax_attention mask", fill);
+  } else {
+    dispatch_index(mask.dtype(), "softmax_attention mask", fill);
   }
   return flags;
 }
@@ -219,38 +211,32 @@ Problem<T> make_problem(const Geometry& g, const Tensor& q, const Tensor& k, con
   return p;
 }
 
-// out[n] += a · x[n]
+// One (b, h) slice of the problem: slice = b·H + h.
 template <typename T>
-inline void axpy_row(T* out, T a, const T* x, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) out[i] += a * x[i];
-}
+struct SliceInputs {
+  int64_t b, h;
+  const T* q;  // [Nq, D]
+  const T* k;  // [Nk, D]
+  const T* v;  // [Nk, Dv]
+};
 
 template <typename T>
-inline T dot_row(const T* a, const T* b, int64_t n) {
-  T acc = 0;
-#pragma omp simd reduction(+ : acc)
-  for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
-  return acc;
+SliceInputs<T> slice_of(const Problem<T>& p, int64_t slice) {
+  const Geometry& g = p.g;
+  return {slice / g.h, slice % g.h, p.q + slice * g.nq * g.d, p.k + slice * g.nk * g.d,
+          p.v + slice * g.nk * g.dv};
 }
 
 // e^x in float: Cody-Waite range reduction x = n·ln2 + r and Cephes' degree-6 polynomial for
-// e^r (about 2 ulp on [−87.3, 88]), 0 below −87.34 so that e^−inf = 0 exactly (hidden keys get
-// exactly zero weight). Written with plain arithmetic and selects so that the softmax loops
-// vectorise: libm's expf is an opaque call GCC only vectorises under -ffast-math, and it was the
-// largest cost of a tile after the products.
+// e^r (vecmath's exp_reduce and exp_poly; about 2 ulp on [−87.3, 88]), 0 below −87.34 so that
+// e^−inf = 0 exactly (hidden keys get exactly zero weight). Written with plain arithmetic and
+// selects so that the softmax loops vectorise: libm's expf is an opaque call GCC only vectorises
+// under -ffast-math, and it was the largest cost of a tile after the products.
 inline float exp_vectorizable(float x) {
   const float clamped = std::min(std::max(x, -88.0f), 88.0f);
-  const float shifter = 12582912.0f;  // 1.5·2^23: (v + shifter) − shifter rounds v to an integer
-  const float nf = (clamped * 1.44269504088896341f + shifter) - shifter;
-  const float r = (clamped - nf * 0.693359375f) - nf * -2.12194440e-4f;  // ln2 in two parts
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * (r * r) + r + 1.0f;
+  const float nf = (clamped * vecmath::kLog2e + vecmath::kRoundToInt) - vecmath::kRoundToInt;
+  const float r = vecmath::exp_reduce(clamped, nf);
+  const float y = vecmath::exp_poly(r) * (r * r) + r + 1.0f;
   const float two_to_n = std::bit_cast<float>((static_cast<int32_t>(nf) + 127) << 23);
   return x < -87.33654f ? 0.0f : y * two_to_n;
 }
@@ -407,10 +393,7 @@ template <typename T>
 void forward_block(const Problem<T>& p, int64_t slice, int64_t i0, int64_t rows, T* out, T* lse,
                    ForwardScratch<T>& w) {
   const Geometry& g = p.g;
-  const int64_t b = slice / g.h, h = slice % g.h;
-  const T* qs = p.q + slice * g.nq * g.d;
-  const T* ks = p.k + slice * g.nk * g.d;
-  const T* vs = p.v + slice * g.nk * g.dv;
+  const auto [b, h, qs, ks, vs] = slice_of(p, slice);
   const T neg_inf = -std::numeric_limits<T>::infinity();
   std::fill(w.acc.begin(), w.acc.begin() + rows * g.dv, T(0));
   std::fill(w.m.begin(), w.m.end(), neg_inf);
@@ -499,10 +482,7 @@ template <typename T>
 void backward_slice(const Problem<T>& p, int64_t slice, const T* out, const T* lse, const T* gout,
                     const SliceGrads<T>& grads, BackwardScratch<T>& w) {
   const Geometry& g = p.g;
-  const int64_t b = slice / g.h, h = slice % g.h;
-  const T* qs = p.q + slice * g.nq * g.d;
-  const T* ks = p.k + slice * g.nk * g.d;
-  const T* vs = p.v + slice * g.nk * g.dv;
+  const auto [b, h, qs, ks, vs] = slice_of(p, slice);
   const T neg_inf = -std::numeric_limits<T>::infinity();
   const BiasLayout& bl = p.bias_layout;
   for (int64_t i = 0; i < g.nq; ++i) w.delta[i] = dot_row(gout + i * g.dv, out + i * g.dv, g.dv);
@@ -823,16 +803,6 @@ SoftmaxAttentionResult softmax_attention_forward(const Tensor& q_in, const Tenso
                  [&](int64_t begin, int64_t end) { forward_units_isa(p, out, lse, begin, end); });
   });
   return result;
-}
-
-SoftmaxAttentionGrads softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
-                                                 const Tensor& bias, double scale,
-                                                 const SoftmaxAttentionMasks& masks,
-                                                 const Tensor& out, const Tensor& logsumexp,
-                                                 const Tensor& grad_out, double dropout_p,
-                                                 uint64_t dropout_seed) {
-  return softmax_attention_backward(q, k, v, bias, scale, masks, out, logsumexp, grad_out,
-                                    dropout_p, dropout_seed, SoftmaxAttentionGradsNeeded{});
 }
 
 SoftmaxAttentionGrads softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,

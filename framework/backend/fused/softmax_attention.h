@@ -41,11 +41,18 @@ struct SoftmaxAttentionGrads {
   Tensor dbias;       // reduced to bias's shape; undefined when bias is undefined
 };
 
+/// Which gradients the caller needs (the autograd op passes its inputs' requires_grad).
+/// Skipping dbias saves a bias-shaped buffer and its accumulation (e.g. a constant ALiBi bias).
+struct SoftmaxAttentionGradsNeeded {
+  bool q = true, k = true, v = true, bias = true;
+};
+
 /// Recomputes the probabilities tile by tile from q, k, bias and logsumexp (flash-attention
 /// style) and returns (with G_ij = p_ij·(dp_ij − Σ_j' p_ij'·dp_ij'), dp_ij = grad_out_i·v_j·
 /// keep_ij/(1−dropout_p), Δ_i = Σ_j p_ij·dp_ij = grad_out_i·out_i):
 ///   dq_i = scale·Σ_j G_ij k_j,  dk_j = scale·Σ_i G_ij q_i,  dv_j = Σ_i p̃_ij grad_out_i,
-///   dbias = sum_to_shape(G, bias.shape).
+///   dbias = sum_to_shape(G, bias.shape);
+/// only the gradients in `needed` are computed (the others stay undefined).
 /// out and logsumexp come from softmax_attention_forward with the same arguments.
 /// Work is split over (batch, head) slices, grouped by the bias slice they share so that each
 /// dbias element is summed in a fixed order: results are identical for every thread count.
@@ -56,22 +63,8 @@ SoftmaxAttentionGrads softmax_attention_backward(const Tensor& q, const Tensor& 
                                                  const SoftmaxAttentionMasks& masks,
                                                  const Tensor& out, const Tensor& logsumexp,
                                                  const Tensor& grad_out, double dropout_p = 0.0,
-                                                 uint64_t dropout_seed = 0);
-
-/// Which gradients the caller needs (the autograd op passes its inputs' requires_grad).
-/// Skipping dbias saves a bias-shaped buffer and its accumulation (e.g. a constant ALiBi bias).
-struct SoftmaxAttentionGradsNeeded {
-  bool q = true, k = true, v = true, bias = true;
-};
-
-/// The same backward, computing only the gradients in `needed` (the others stay undefined).
-SoftmaxAttentionGrads softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
-                                                 const Tensor& bias, double scale,
-                                                 const SoftmaxAttentionMasks& masks,
-                                                 const Tensor& out, const Tensor& logsumexp,
-                                                 const Tensor& grad_out, double dropout_p,
-                                                 uint64_t dropout_seed,
-                                                 const SoftmaxAttentionGradsNeeded& needed);
+                                                 uint64_t dropout_seed = 0,
+                                                 const SoftmaxAttentionGradsNeeded& needed = {});
 
 /// The dropout factors both kernels apply, materialised for tests: [B, H, Nq, Nk] holding
 /// keep_ij/(1−p) ∈ {0, 1/(1−p)}, where keep_ij depends only on (seed, b, h, i, j).

@@ -10,6 +10,7 @@
 
 #include "framework/backend/cpu/dispatch.h"
 #include "framework/backend/cpu/parallel.h"
+#include "framework/backend/cpu/vector_math.h"
 
 namespace rota::backend {
 
@@ -33,8 +34,8 @@ constexpr int64_t kCostPerLogit = 8;
 // e^x for f32 written in plain arithmetic so that the loops calling it vectorise: libm's expf
 // is an opaque call (GCC has no SIMD variant of it without -ffast-math), which kept these
 // loops scalar at ~3 ns per logit. Cephes expf: x = n·ln2 + r with |r| <= ln2/2, e^r from a
-// degree-6 polynomial, 2^n assembled directly in the exponent bits. Relative error < 1.5e-7
-// (about 2 ulp) on [-87, 88].
+// degree-6 polynomial (vecmath's exp_reduce and exp_poly), 2^n assembled directly in the
+// exponent bits. Relative error < 1.5e-7 (about 2 ulp) on [-87, 88].
 // Inputs below -87 (including -inf, e.g. masked logits) are clamped to -87, giving 1.6e-38
 // instead of 0: nothing a softmax can tell apart. The clamp is an unsigned min on the bit
 // pattern (for negative floats a larger magnitude has larger bits) because a floating-point
@@ -43,24 +44,14 @@ constexpr int64_t kCostPerLogit = 8;
 // the sign bit set to -87, so callers propagate NaN rows themselves. Only f32 uses it: f64
 // keeps std::exp so gradients check to double precision.
 inline float exp_f32(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kRoundMagic = 12582912.0f;    // 1.5·2^23: adding it rounds to an integer
-  constexpr uint32_t kMagicBits = 0x4b400000u;  // bit pattern of kRoundMagic
-  constexpr float kLn2Hi = 0.693359375f;        // ln 2 = kLn2Hi + kLn2Lo, kLn2Hi exact in few bits
-  constexpr float kLn2Lo = -2.12194440e-4f;
+  constexpr uint32_t kMagicBits = 0x4b400000u;  // bit pattern of vecmath::kRoundToInt
   const float clamped =
       std::bit_cast<float>(std::min(std::bit_cast<uint32_t>(x), std::bit_cast<uint32_t>(-87.0f)));
   // shifted holds n = round(x·log2 e) in its low mantissa bits: n = bits - kMagicBits.
-  const float shifted = clamped * kLog2e + kRoundMagic;
-  const float n = shifted - kRoundMagic;
-  const float r = (clamped - n * kLn2Hi) - n * kLn2Lo;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  const float shifted = clamped * vecmath::kLog2e + vecmath::kRoundToInt;
+  const float n = shifted - vecmath::kRoundToInt;
+  const float r = vecmath::exp_reduce(clamped, n);
+  const float p = vecmath::exp_poly(r) * r * r + r + 1.0f;
   const uint32_t exponent = std::bit_cast<uint32_t>(shifted) - kMagicBits + 127u;  // 1..254
   return p * std::bit_cast<float>(exponent << 23);
 }

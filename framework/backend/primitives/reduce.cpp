@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 #include "framework/backend/cpu/dispatch.h"
 #include "framework/backend/cpu/parallel.h"
@@ -181,16 +182,27 @@ T row_max(const T* x, int64_t n) {
   return nans ? std::numeric_limits<T>::quiet_NaN() : best;
 }
 
+// sum_i exp(x[i] - m) in T (an omp simd reduction), each exp also written to e[i] when kStore.
+// Always inlined, as the loops were when each caller wrote its own.
+template <bool kStore, typename T>
+[[gnu::always_inline]] inline T exp_sum(const T* x, T m, int64_t n, T* e = nullptr) {
+  T sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = exp_of(x[i] - m);
+    if constexpr (kStore) e[i] = v;
+    sum += v;
+  }
+  return sum;
+}
+
 // m + log(sum_i exp(x[i] - m)), m = max_i x[i]. An infinite m is the answer itself (all -inf
 // gives -inf instead of -inf - -inf = NaN).
 template <typename T>
 T row_logsumexp(const T* x, int64_t n) {
   const T m = row_max(x, n);
   if (std::isinf(m) || std::isnan(m)) return m;
-  T acc = 0;
-#pragma omp simd reduction(+ : acc)
-  for (int64_t i = 0; i < n; ++i) acc += exp_of(x[i] - m);
-  return m + std::log(acc);
+  return m + std::log(exp_sum<false>(x, m, n));
 }
 
 // ---- column kernels: x: [outer, inner, post] contiguous -> out: [outer, post] ----
@@ -434,12 +446,15 @@ Tensor expand_reduced(const Tensor& grad_in, const Shape& shape,
   return out;
 }
 
-// x: [outer, inner] (axes moved last), y, grad_y: [outer].
-// grad_x[r, i] = [x[r, i] == y[r]] * grad_y[r] / count_r, count_r = #{i : x[r, i] == y[r]}.
-// A NaN max matches nothing: its row's gradient is NaN.
-Tensor reduce_max_backward(const Tensor& x, const Tensor& y, const Tensor& grad_y,
-                           const std::vector<int64_t>& axes_in, bool keepdim) {
-  const char* op = "max_backward";
+namespace {
+
+// The frame of a reduction's backward: x: [outer, inner] (axes moved last), y, grad_y: [outer]
+// (the reduction's output and its gradient) -> grad_x with x's shape. Calls
+// row(x_r, y_r, g_r, gx_r, n) for every row r, in parallel by cost_per_element * n per row.
+template <typename Row>
+Tensor reduction_backward(const char* op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
+                          const std::vector<int64_t>& axes_in, bool keepdim,
+                          int64_t cost_per_element, Row&& row) {
   check_floating(x, op);
   const std::vector<int64_t> axes = checked_axes(axes_in, x.shape(), op);
   check_reduced(y, "y", x, axes, keepdim, op);
@@ -456,178 +471,149 @@ Tensor reduce_max_backward(const Tensor& x, const Tensor& y, const Tensor& grad_
     const T* pg = gc.data<T>();
     T* po = out.data<T>();
     const int64_t n = rows.inner;
-    for_each_row(rows.outer, n, [&](int64_t r) {
-      const T* xr = px + r * n;
-      T* gr = po + r * n;
-      const T m = py[r];
-      int64_t ties = 0;
-#pragma omp simd reduction(+ : ties)
-      for (int64_t i = 0; i < n; ++i) ties += xr[i] == m;
-      const T share = ties ? pg[r] / static_cast<T>(ties) : std::numeric_limits<T>::quiet_NaN();
-      if (!ties) {
-        std::fill(gr, gr + n, share);
-        return;
-      }
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) gr[i] = xr[i] == m ? share : T(0);
-    });
+    for_each_row(rows.outer, n * cost_per_element,
+                 [&](int64_t r) { row(px + r * n, py[r], pg[r], po + r * n, n); });
   });
   return restore_axes(out, rows.order);
+}
+
+// The frame of softmax and log_softmax: x, y: [R, D] rows along `axis`. Calls row(x_r, y_r, n)
+// for every row r, in parallel.
+template <typename Row>
+Tensor map_rows(const char* op, const Tensor& x, int64_t axis, Row&& row) {
+  check_floating(x, op);
+  const Rows rows = rows_along(x, {checked_axis(axis, x.shape(), op)});
+  Tensor out = Tensor::empty(rows.data.shape(), x.dtype());
+  dispatch_floating(x.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = rows.data.data<T>();
+    T* py = out.data<T>();
+    const int64_t n = rows.inner;
+    for_each_row(rows.outer, n * kExpCost, [&](int64_t r) { row(px + r * n, py + r * n, n); });
+  });
+  return restore_axes(out, rows.order);
+}
+
+// The frame of their backwards: y, grad_y, grad_x: [R, D] rows along `axis`. Calls
+// row(y_r, g_r, gx_r, n) for every row r, in parallel by cost_per_element * n per row.
+template <typename Row>
+Tensor map_rows_backward(const char* op, const Tensor& y, const Tensor& grad_y, int64_t axis,
+                         int64_t cost_per_element, Row&& row) {
+  check_floating(y, op);
+  ROTA_CHECK(grad_y.defined() && y.shape() == grad_y.shape() && y.dtype() == grad_y.dtype(),
+             "{}: y {} {} and grad_y {} {} differ", op, dtype_name(y.dtype()), shape_str(y.shape()),
+             grad_y.defined() ? dtype_name(grad_y.dtype()) : "undefined",
+             shape_str(grad_y.shape()));
+  const int64_t a = checked_axis(axis, y.shape(), op);
+  const Rows yr = rows_along(y, {a});
+  const Rows gr = rows_along(grad_y, {a});
+  Tensor out = Tensor::empty(yr.data.shape(), y.dtype());
+  dispatch_floating(y.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* py = yr.data.data<T>();
+    const T* pg = gr.data.data<T>();
+    T* po = out.data<T>();
+    const int64_t n = yr.inner;
+    for_each_row(yr.outer, n * cost_per_element,
+                 [&](int64_t r) { row(py + r * n, pg + r * n, po + r * n, n); });
+  });
+  return restore_axes(out, yr.order);
+}
+
+// The element type T of a row kernel's `T*` argument.
+template <typename P>
+using Elem = std::remove_cv_t<std::remove_pointer_t<P>>;
+
+}  // namespace
+
+// x: [outer, inner] (axes moved last), y, grad_y: [outer].
+// grad_x[r, i] = [x[r, i] == y[r]] * grad_y[r] / count_r, count_r = #{i : x[r, i] == y[r]}.
+// A NaN max matches nothing: its row's gradient is NaN.
+Tensor reduce_max_backward(const Tensor& x, const Tensor& y, const Tensor& grad_y,
+                           const std::vector<int64_t>& axes, bool keepdim) {
+  return reduction_backward("max_backward", x, y, grad_y, axes, keepdim, 1,
+                            [](const auto* xr, auto m, auto g, auto* gr, int64_t n) {
+                              using T = Elem<decltype(gr)>;
+                              int64_t ties = 0;
+#pragma omp simd reduction(+ : ties)
+                              for (int64_t i = 0; i < n; ++i) ties += xr[i] == m;
+                              const T share = ties ? g / static_cast<T>(ties)
+                                                   : std::numeric_limits<T>::quiet_NaN();
+                              if (!ties) {
+                                std::fill(gr, gr + n, share);
+                                return;
+                              }
+#pragma omp simd
+                              for (int64_t i = 0; i < n; ++i) gr[i] = xr[i] == m ? share : T(0);
+                            });
 }
 
 // x: [outer, inner] (axes moved last), y, grad_y: [outer].
 // grad_x[r, i] = grad_y[r] * exp(x[r, i] - y[r]), i.e. grad_y times softmax(x[r, :]).
 Tensor logsumexp_backward(const Tensor& x, const Tensor& y, const Tensor& grad_y,
-                          const std::vector<int64_t>& axes_in, bool keepdim) {
-  const char* op = "logsumexp_backward";
-  check_floating(x, op);
-  const std::vector<int64_t> axes = checked_axes(axes_in, x.shape(), op);
-  check_reduced(y, "y", x, axes, keepdim, op);
-  check_reduced(grad_y, "grad_y", x, axes, keepdim, op);
-  if (x.numel() == 0) return Tensor::empty(x.shape(), x.dtype());
-  const Rows rows = rows_along(x, axes);
-  const Tensor yc = y.contiguous();
-  const Tensor gc = grad_y.contiguous();
-  Tensor out = Tensor::empty(rows.data.shape(), x.dtype());
-  dispatch_floating(x.dtype(), op, [&](auto tag) {
-    using T = decltype(tag);
-    const T* px = rows.data.data<T>();
-    const T* py = yc.data<T>();
-    const T* pg = gc.data<T>();
-    T* po = out.data<T>();
-    const int64_t n = rows.inner;
-    for_each_row(rows.outer, n * kExpCost, [&](int64_t r) {
-      const T* xr = px + r * n;
-      T* gr = po + r * n;
-      const T lse = py[r];
-      const T g = pg[r];
-      if (lse == -std::numeric_limits<T>::infinity()) {
-        // Every x is -inf: the output does not move with x, and exp(-inf - -inf) would be NaN.
-        std::fill(gr, gr + n, T(0));
-        return;
-      }
+                          const std::vector<int64_t>& axes, bool keepdim) {
+  return reduction_backward("logsumexp_backward", x, y, grad_y, axes, keepdim, kExpCost,
+                            [](const auto* xr, auto lse, auto g, auto* gr, int64_t n) {
+                              using T = Elem<decltype(gr)>;
+                              if (lse == -std::numeric_limits<T>::infinity()) {
+                                // Every x is -inf: the output does not move with x, and exp(-inf -
+                                // -inf) would be NaN.
+                                std::fill(gr, gr + n, T(0));
+                                return;
+                              }
 #pragma omp simd
-      for (int64_t i = 0; i < n; ++i) gr[i] = g * exp_of(xr[i] - lse);
-    });
-  });
-  return restore_axes(out, rows.order);
+                              for (int64_t i = 0; i < n; ++i) gr[i] = g * exp_of(xr[i] - lse);
+                            });
 }
 
 // x, y: [R, D] rows along `axis`. Three passes per row: max, exp and its sum (y holds the
 // exps), scale by 1 / sum. Subtracting the max keeps exp <= 1, so large inputs cannot overflow.
 Tensor softmax(const Tensor& x, int64_t axis) {
-  check_floating(x, "softmax");
-  const Rows rows = rows_along(x, {checked_axis(axis, x.shape(), "softmax")});
-  Tensor out = Tensor::empty(rows.data.shape(), x.dtype());
-  dispatch_floating(x.dtype(), "softmax", [&](auto tag) {
-    using T = decltype(tag);
-    const T* px = rows.data.data<T>();
-    T* py = out.data<T>();
-    const int64_t n = rows.inner;
-    for_each_row(rows.outer, n * kExpCost, [&](int64_t r) {
-      const T* xr = px + r * n;
-      T* yr = py + r * n;
-      const T m = row_max(xr, n);
-      T sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (int64_t i = 0; i < n; ++i) {
-        yr[i] = exp_of(xr[i] - m);
-        sum += yr[i];
-      }
-      const T inv = T(1) / sum;
+  return map_rows("softmax", x, axis, [](const auto* xr, auto* yr, int64_t n) {
+    using T = Elem<decltype(yr)>;
+    const T inv = T(1) / exp_sum<true>(xr, row_max(xr, n), n, yr);
 #pragma omp simd
-      for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
-    });
+    for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
   });
-  return restore_axes(out, rows.order);
 }
 
 // y, grad_y, grad_x: [R, D] rows along `axis`. grad_x = y * (grad_y - sum(grad_y * y)).
 Tensor softmax_backward(const Tensor& y, const Tensor& grad_y, int64_t axis) {
-  check_floating(y, "softmax_backward");
-  ROTA_CHECK(grad_y.defined() && y.shape() == grad_y.shape() && y.dtype() == grad_y.dtype(),
-             "softmax_backward: y {} {} and grad_y {} {} differ", dtype_name(y.dtype()),
-             shape_str(y.shape()), grad_y.defined() ? dtype_name(grad_y.dtype()) : "undefined",
-             shape_str(grad_y.shape()));
-  const int64_t a = checked_axis(axis, y.shape(), "softmax_backward");
-  const Rows yr = rows_along(y, {a});
-  const Rows gr = rows_along(grad_y, {a});
-  Tensor out = Tensor::empty(yr.data.shape(), y.dtype());
-  dispatch_floating(y.dtype(), "softmax_backward", [&](auto tag) {
-    using T = decltype(tag);
-    const T* py = yr.data.data<T>();
-    const T* pg = gr.data.data<T>();
-    T* po = out.data<T>();
-    const int64_t n = yr.inner;
-    for_each_row(yr.outer, n, [&](int64_t r) {
-      const T* yrow = py + r * n;
-      const T* grow = pg + r * n;
-      T* orow = po + r * n;
-      T dot = 0;
+  return map_rows_backward("softmax_backward", y, grad_y, axis, 1,
+                           [](const auto* yrow, const auto* grow, auto* orow, int64_t n) {
+                             using T = Elem<decltype(orow)>;
+                             T dot = 0;
 #pragma omp simd reduction(+ : dot)
-      for (int64_t i = 0; i < n; ++i) dot += grow[i] * yrow[i];
+                             for (int64_t i = 0; i < n; ++i) dot += grow[i] * yrow[i];
 #pragma omp simd
-      for (int64_t i = 0; i < n; ++i) orow[i] = yrow[i] * (grow[i] - dot);
-    });
-  });
-  return restore_axes(out, yr.order);
+                             for (int64_t i = 0; i < n; ++i) orow[i] = yrow[i] * (grow[i] - dot);
+                           });
 }
 
 // x, y: [R, D] rows along `axis`. Three passes per row: max, sum of exp(x - max) (nothing
 // written), y = (x - max) - log(sum).
 Tensor log_softmax(const Tensor& x, int64_t axis) {
-  check_floating(x, "log_softmax");
-  const Rows rows = rows_along(x, {checked_axis(axis, x.shape(), "log_softmax")});
-  Tensor out = Tensor::empty(rows.data.shape(), x.dtype());
-  dispatch_floating(x.dtype(), "log_softmax", [&](auto tag) {
-    using T = decltype(tag);
-    const T* px = rows.data.data<T>();
-    T* py = out.data<T>();
-    const int64_t n = rows.inner;
-    for_each_row(rows.outer, n * kExpCost, [&](int64_t r) {
-      const T* xr = px + r * n;
-      T* yr = py + r * n;
-      const T m = row_max(xr, n);
-      T sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (int64_t i = 0; i < n; ++i) sum += exp_of(xr[i] - m);
-      // (x - m) - log(sum) rather than x - (m + log(sum)): x - m is exact for x near m, so
-      // the result keeps full precision even when x is large (e.g. 1000 in f32).
-      const T log_sum = std::log(sum);
+  return map_rows("log_softmax", x, axis, [](const auto* xr, auto* yr, int64_t n) {
+    using T = Elem<decltype(yr)>;
+    const T m = row_max(xr, n);
+    // (x - m) - log(sum) rather than x - (m + log(sum)): x - m is exact for x near m, so the
+    // result keeps full precision even when x is large (e.g. 1000 in f32).
+    const T log_sum = std::log(exp_sum<false>(xr, m, n));
 #pragma omp simd
-      for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - m) - log_sum;
-    });
+    for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - m) - log_sum;
   });
-  return restore_axes(out, rows.order);
 }
 
 // y, grad_y, grad_x: [R, D] rows along `axis`. grad_x = grad_y - exp(y) * sum(grad_y).
 Tensor log_softmax_backward(const Tensor& y, const Tensor& grad_y, int64_t axis) {
-  check_floating(y, "log_softmax_backward");
-  ROTA_CHECK(grad_y.defined() && y.shape() == grad_y.shape() && y.dtype() == grad_y.dtype(),
-             "log_softmax_backward: y {} {} and grad_y {} {} differ", dtype_name(y.dtype()),
-             shape_str(y.shape()), grad_y.defined() ? dtype_name(grad_y.dtype()) : "undefined",
-             shape_str(grad_y.shape()));
-  const int64_t a = checked_axis(axis, y.shape(), "log_softmax_backward");
-  const Rows yr = rows_along(y, {a});
-  const Rows gr = rows_along(grad_y, {a});
-  Tensor out = Tensor::empty(yr.data.shape(), y.dtype());
-  dispatch_floating(y.dtype(), "log_softmax_backward", [&](auto tag) {
-    using T = decltype(tag);
-    const T* py = yr.data.data<T>();
-    const T* pg = gr.data.data<T>();
-    T* po = out.data<T>();
-    const int64_t n = yr.inner;
-    for_each_row(yr.outer, n * kExpCost, [&](int64_t r) {
-      const T* yrow = py + r * n;
-      const T* grow = pg + r * n;
-      T* orow = po + r * n;
-      const T gsum = static_cast<T>(row_sum(grow, n));
+  return map_rows_backward("log_softmax_backward", y, grad_y, axis, kExpCost,
+                           [](const auto* yrow, const auto* grow, auto* orow, int64_t n) {
+                             using T = Elem<decltype(orow)>;
+                             const T gsum = static_cast<T>(row_sum(grow, n));
 #pragma omp simd
-      for (int64_t i = 0; i < n; ++i) orow[i] = grow[i] - exp_of(yrow[i]) * gsum;
-    });
-  });
-  return restore_axes(out, yr.order);
+                             for (int64_t i = 0; i < n; ++i)
+                               orow[i] = grow[i] - exp_of(yrow[i]) * gsum;
+                           });
 }
 
 namespace {

@@ -2,10 +2,11 @@
 #include "framework/backend/primitives/relative_shift.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "framework/backend/cpu/dispatch.h"
-#include "framework/backend/primitives/indexing.h"
 #include "framework/backend/cpu/parallel.h"
+#include "framework/backend/primitives/indexing.h"
 
 namespace rota::backend {
 
@@ -41,84 +42,89 @@ void check_columns(const char* op, const Shape& x_shape, int64_t n_q, int64_t n_
   }
 }
 
-}  // namespace
+// What differs between the two directions' frames: which side is x, and the messages.
+struct ShiftDirection {
+  bool forward;
+  const char* op;
+  const char* input;        // what the input is called in messages
+  const char* input_width;  // its last dim
+  const char* count;        // what n_out counts
+};
 
-Tensor relative_shift_forward(const Tensor& x_in, int64_t n_k,
-                              const std::vector<int64_t>& column_map) {
-  ROTA_CHECK(x_in.dim() >= 2, "relative_shift: x {} must be [..., n_q, n_x]",
-             shape_str(x_in.shape()));
-  ROTA_CHECK(n_k >= 0, "relative_shift: negative key count {}", n_k);
-  const int64_t n_q = x_in.size(-2);
-  const int64_t n_x = x_in.size(-1);
-  check_columns("relative_shift", x_in.shape(), n_q, n_k, n_x, column_map);
-  Shape out_shape = x_in.shape();
-  out_shape.back() = n_k;
-  Tensor s = Tensor::empty(out_shape, x_in.dtype());
-  if (s.numel() == 0) return s;
-  const Tensor x = x_in.contiguous();
-  const int64_t rows = x.numel() / n_x;  // [...]·n_q
+constexpr ShiftDirection kForward{true, "relative_shift", "x", "n_x", "key"};
+constexpr ShiftDirection kBackward{false, "relative_shift_backward", "grad", "n_k", "column"};
+
+// The frame both directions share. The forward reads x: [..., n_q, n_x] and writes
+// s: [..., n_q, n_k]; the backward reads g: [..., n_q, n_k] and writes dx: [..., n_q, n_x].
+// Validates the shapes and the column map, then calls row(src, dst, start, map) for every row
+// (rows in parallel, cost_per_row each), where row g is query i = g mod n_q, start = n_q − 1 − i
+// is where its window begins in x's columns, and map is the column map (null: identity).
+template <typename Row>
+Tensor shift_rows(const ShiftDirection& dir, const Tensor& in, int64_t n_out,
+                  const std::vector<int64_t>& column_map, Row&& row) {
+  ROTA_CHECK(in.dim() >= 2, "{}: {} {} must be [..., n_q, {}]", dir.op, dir.input,
+             shape_str(in.shape()), dir.input_width);
+  ROTA_CHECK(n_out >= 0, "{}: negative {} count {}", dir.op, dir.count, n_out);
+  const int64_t n_q = in.size(-2);
+  const int64_t n_in = in.size(-1);
+  const int64_t n_k = dir.forward ? n_out : n_in;
+  const int64_t n_x = dir.forward ? n_in : n_out;
+  check_columns(dir.op, in.shape(), n_q, n_k, n_x, column_map);
+  Shape out_shape = in.shape();
+  out_shape.back() = n_out;
+  Tensor out = Tensor::empty(out_shape, in.dtype());
+  if (out.numel() == 0) return out;
+  const Tensor src = in.contiguous();
+  const int64_t rows = out.numel() / n_out;  // [...]·n_q
   const int64_t* map = column_map.empty() ? nullptr : column_map.data();
-  dispatch_floating(x.dtype(), "relative_shift", [&](auto tag) {
+  const int64_t cost_per_row = dir.forward ? n_k : n_x + n_k;
+  dispatch_floating(src.dtype(), dir.op, [&](auto tag) {
     using T = decltype(tag);
-    const T* xp = x.data<T>();
-    T* sp = s.data<T>();
-    // x: [R, n_x] with R = [...]·n_q, s: [R, n_k]; row g is query i = g mod n_q.
-    // s[g, j] = x[g, c(j − i + n_q − 1)]: row i of s is a window of row i of x starting at
-    // column n_q − 1 − i (realisation C's strided view, materialised contiguously).
-    parallel_for(rows, n_k, [&](int64_t begin, int64_t end) {
+    const T* sp = src.data<T>();
+    T* dp = out.data<T>();
+    parallel_for(rows, cost_per_row, [&](int64_t begin, int64_t end) {
       for (int64_t g = begin; g < end; ++g) {
-        const int64_t start = n_q - 1 - g % n_q;
-        const T* src = xp + g * n_x;
-        T* dst = sp + g * n_k;
-        if (map == nullptr) {
-          std::copy(src + start, src + start + n_k, dst);
-        } else {
-          const int64_t* m = map + start;
-          for (int64_t j = 0; j < n_k; ++j) dst[j] = src[m[j]];
-        }
+        row(sp + g * n_in, dp + g * n_out, n_q - 1 - g % n_q, map);
       }
     });
   });
-  return s;
+  return out;
 }
 
-Tensor relative_shift_backward(const Tensor& grad_in, int64_t n_x,
+}  // namespace
+
+Tensor relative_shift_forward(const Tensor& x, int64_t n_k,
+                              const std::vector<int64_t>& column_map) {
+  // x: [R, n_x] with R = [...]·n_q, s: [R, n_k]; row g is query i = g mod n_q.
+  // s[g, j] = x[g, c(j − i + n_q − 1)]: row i of s is a window of row i of x starting at
+  // column n_q − 1 − i (realisation C's strided view, materialised contiguously).
+  return shift_rows(kForward, x, n_k, column_map,
+                    [n_k](const auto* src, auto* dst, int64_t start, const int64_t* map) {
+                      if (map == nullptr) {
+                        std::copy(src + start, src + start + n_k, dst);
+                      } else {
+                        const int64_t* m = map + start;
+                        for (int64_t j = 0; j < n_k; ++j) dst[j] = src[m[j]];
+                      }
+                    });
+}
+
+Tensor relative_shift_backward(const Tensor& grad, int64_t n_x,
                                const std::vector<int64_t>& column_map) {
-  ROTA_CHECK(grad_in.dim() >= 2, "relative_shift_backward: grad {} must be [..., n_q, n_k]",
-             shape_str(grad_in.shape()));
-  ROTA_CHECK(n_x >= 0, "relative_shift_backward: negative column count {}", n_x);
-  const int64_t n_q = grad_in.size(-2);
-  const int64_t n_k = grad_in.size(-1);
-  check_columns("relative_shift_backward", grad_in.shape(), n_q, n_k, n_x, column_map);
-  Shape out_shape = grad_in.shape();
-  out_shape.back() = n_x;
-  Tensor dx = Tensor::empty(out_shape, grad_in.dtype());
-  if (dx.numel() == 0) return dx;
-  const Tensor g = grad_in.contiguous();
-  const int64_t rows = dx.numel() / n_x;
-  const int64_t* map = column_map.empty() ? nullptr : column_map.data();
-  dispatch_floating(g.dtype(), "relative_shift_backward", [&](auto tag) {
-    using T = decltype(tag);
-    const T* gp = g.data<T>();
-    T* dp = dx.data<T>();
-    // g: [R, n_k] → dx: [R, n_x]; dx[g, c(j − i + n_q − 1)] += g[g, j], other columns 0.
-    // Rows are independent, so threads never write the same element.
-    parallel_for(rows, n_x + n_k, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const int64_t start = n_q - 1 - r % n_q;
-        const T* src = gp + r * n_k;
-        T* dst = dp + r * n_x;
-        std::fill(dst, dst + n_x, T(0));
-        if (map == nullptr) {
-          if (n_k > 0) std::copy(src, src + n_k, dst + start);
-        } else {
-          const int64_t* m = map + start;
-          for (int64_t j = 0; j < n_k; ++j) dst[m[j]] += src[j];
-        }
-      }
-    });
-  });
-  return dx;
+  // g: [R, n_k] → dx: [R, n_x]; dx[g, c(j − i + n_q − 1)] += g[g, j], other columns 0.
+  // Rows are independent, so threads never write the same element.
+  const int64_t n_k = grad.dim() >= 2 ? grad.size(-1) : 0;
+  return shift_rows(kBackward, grad, n_x, column_map,
+                    [n_k, n_x](const auto* src, auto* dst, int64_t start, const int64_t* map) {
+                      using T = std::remove_pointer_t<decltype(dst)>;
+                      std::fill(dst, dst + n_x, T(0));
+                      if (map == nullptr) {
+                        if (n_k > 0) std::copy(src, src + n_k, dst + start);
+                      } else {
+                        const int64_t* m = map + start;
+                        for (int64_t j = 0; j < n_k; ++j) dst[m[j]] += src[j];
+                      }
+                    });
 }
 
 Tensor relative_shift_pad_reshape(const Tensor& x, int64_t n_k) {
