@@ -2,6 +2,7 @@
 #include "tests/support/golden.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 
@@ -51,6 +52,24 @@ std::vector<std::string> GoldenCase::names() const {
   std::vector<std::string> out;
   for (const auto& [name, t] : tensors_) out.push_back(name);
   return out;
+}
+
+std::string golden_test_name(const std::string& relative_path) {
+  std::string stem = relative_path.substr(relative_path.rfind('/') + 1);
+  if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0) {
+    stem.resize(stem.size() - 5);
+  }
+  std::string camel;
+  bool upper = true;
+  for (char ch : stem) {
+    if (ch == '_') {
+      upper = true;
+      continue;
+    }
+    camel += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(ch))) : ch;
+    upper = false;
+  }
+  return camel;
 }
 
 }  // namespace rota::testing

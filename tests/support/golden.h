@@ -32,4 +32,16 @@ class GoldenCase {
   std::map<std::string, Tensor> tensors_;
 };
 
+/// The gtest name of a golden file: its stem in CamelCase ("linear_attention/type1_odd_even_causal
+/// .json" → "Type1OddEvenCausal"), for INSTANTIATE_TEST_SUITE_P over GoldenCase::list.
+std::string golden_test_name(const std::string& relative_path);
+
+/// golden_test_name as a gtest parameter-name generator.
+struct GoldenTestName {
+  template <typename ParamInfo>
+  std::string operator()(const ParamInfo& info) const {
+    return golden_test_name(info.param);
+  }
+};
+
 }  // namespace rota::testing

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "framework/backend/cpu/dispatch.h"
+#include "framework/backend/cpu/isa_build.h"
 #include "framework/backend/cpu/parallel.h"
 #include "framework/backend/cpu/vector_math.h"
 #include "framework/tensor/strided_loop.h"
@@ -526,70 +527,11 @@ void backward_rows(const RowContext<T>& ctx, const T* x, const T* grad_y, T* dx,
 // ---- Instruction-set builds ----
 //
 // The f32 row loops and the cos / sin tables are compiled three times, for AVX-512,
-// AVX2+FMA and plain x86-64 (SSE2), and picked at run time (vecmath::best_isa(), capped by
-// ROTA_MAX_CPU_ISA); `flatten` inlines the generic code above into each build so it is
-// vectorised with that build's instructions. The builds may differ in the last bits (FMA
-// contraction) but each is deterministic. The f64 kernels (references and gradient checks)
-// always use the portable build.
-
-struct PortableBuild {
-  template <typename V, typename T>
-  [[gnu::flatten]] static void forward(const RowContext<T>& ctx, const T* x, T* y, int64_t r0,
-                                       int64_t r1) {
-    forward_rows<V>(ctx, x, y, r0, r1);
-  }
-  template <typename V, typename T>
-  [[gnu::flatten]] static void backward(const RowContext<T>& ctx, const T* x, const T* g, T* dx,
-                                        double* gth, double* gw, int64_t r0, int64_t r1) {
-    backward_rows<V>(ctx, x, g, dx, gth, gw, r0, r1);
-  }
-  [[gnu::flatten]] static void cos_sin(const double* theta, int64_t m, double pos, float* c,
-                                       float* s) {
-    fast_cos_sin_row(theta, m, pos, c, s);
-  }
-};
-
-#if defined(__x86_64__)
-struct Avx2Build {
-  template <typename V, typename T>
-  [[gnu::target("avx2,fma"), gnu::flatten]] static void forward(const RowContext<T>& ctx,
-                                                                const T* x, T* y, int64_t r0,
-                                                                int64_t r1) {
-    forward_rows<V>(ctx, x, y, r0, r1);
-  }
-  template <typename V, typename T>
-  [[gnu::target("avx2,fma"), gnu::flatten]] static void backward(const RowContext<T>& ctx,
-                                                                 const T* x, const T* g, T* dx,
-                                                                 double* gth, double* gw,
-                                                                 int64_t r0, int64_t r1) {
-    backward_rows<V>(ctx, x, g, dx, gth, gw, r0, r1);
-  }
-  [[gnu::target("avx2,fma"), gnu::flatten]] static void cos_sin(const double* theta, int64_t m,
-                                                                double pos, float* c, float* s) {
-    fast_cos_sin_row(theta, m, pos, c, s);
-  }
-};
-
-struct Avx512Build {
-  template <typename V, typename T>
-  [[gnu::target("avx512f,fma"), gnu::flatten]] static void forward(const RowContext<T>& ctx,
-                                                                   const T* x, T* y, int64_t r0,
-                                                                   int64_t r1) {
-    forward_rows<V>(ctx, x, y, r0, r1);
-  }
-  template <typename V, typename T>
-  [[gnu::target("avx512f,fma"), gnu::flatten]] static void backward(const RowContext<T>& ctx,
-                                                                    const T* x, const T* g, T* dx,
-                                                                    double* gth, double* gw,
-                                                                    int64_t r0, int64_t r1) {
-    backward_rows<V>(ctx, x, g, dx, gth, gw, r0, r1);
-  }
-  [[gnu::target("avx512f,fma"), gnu::flatten]] static void cos_sin(const double* theta, int64_t m,
-                                                                   double pos, float* c, float* s) {
-    fast_cos_sin_row(theta, m, pos, c, s);
-  }
-};
-#endif
+// AVX2+FMA and plain x86-64 (SSE2) through vecmath's builds (backend/cpu/isa_build.h), and
+// picked at run time (vecmath::best_isa(), capped by ROTA_MAX_CPU_ISA); `flatten` inlines the
+// generic code above into each build so it is vectorised with that build's instructions. The builds
+// may differ in the last bits (FMA contraction) but each is deterministic. The f64 kernels
+// (references and gradient checks) always use the portable build.
 
 // The instruction set the f32 kernels use, chosen once.
 Isa f32_isa() {
@@ -597,16 +539,15 @@ Isa f32_isa() {
   return chosen;
 }
 
-// Calls f(Build{}) for the build of isa; f64 always gets the portable build.
+// Calls f(Build{}) with vecmath's build for isa (backend/cpu/isa_build.h); f64 always gets the
+// portable build.
 template <typename T, typename F>
 void with_build(Isa isa, F&& f) {
-#if defined(__x86_64__)
   if constexpr (std::is_same_v<T, float>) {
-    if (isa == Isa::kAvx512) return f(Avx512Build{});
-    if (isa == Isa::kAvx2) return f(Avx2Build{});
+    vecmath::with_build(isa, f);
+  } else {
+    f(vecmath::PortableBuild{});
   }
-#endif
-  f(PortableBuild{});
 }
 
 template <typename T>
@@ -631,7 +572,7 @@ PositionTables<T> build_tables(const LrpeKernelConfig& c, const LrpeDims& s, con
       if constexpr (std::is_same_v<T, float>) {
         if (fast) {
           with_build<T>(isa, [&](auto build) {
-            decltype(build)::cos_sin(th.data(), m, pos, cos_out, sin_out);
+            decltype(build)::template of<&fast_cos_sin_row>(th.data(), m, pos, cos_out, sin_out);
           });
           return;
         }
@@ -725,7 +666,7 @@ Tensor lrpe_forward(const LrpeKernelConfig& c, const Tensor& x_in, const Tensor&
       using V = decltype(variant);
       with_build<T>(isa, [&](auto build) {
         parallel_for(s.rows, 4 * s.f, [&](int64_t r0, int64_t r1) {
-          decltype(build)::template forward<V>(ctx, px, py, r0, r1);
+          decltype(build)::template of<&forward_rows<V, T>>(ctx, px, py, r0, r1);
         });
       });
     });
@@ -775,7 +716,7 @@ LrpeGrads lrpe_backward(const LrpeKernelConfig& c, const Tensor& x_in, const Ten
       with_build<T>(isa, [&](auto build) {
         parallel_for(blocks, (s.rows / blocks + 1) * 6 * s.f, [&](int64_t b0, int64_t b1) {
           for (int64_t b = b0; b < b1; ++b) {
-            decltype(build)::template backward<V>(
+            decltype(build)::template of<&backward_rows<V, T>>(
                 ctx, px, pg, pdx, theta_partial.data() + b * s.m,
                 householder ? w_partial.data() + b * s.d : nullptr, s.rows * b / blocks,
                 s.rows * (b + 1) / blocks);

@@ -13,6 +13,7 @@
 #include "framework/backend/fused/lrpe.h"
 #include "framework/backend/primitives/elementwise.h"
 #include "framework/tensor/random.h"
+#include "tests/framework/backend/fused/lrpe_variants.h"
 #include "tests/support/allclose.h"
 
 namespace rota {
@@ -25,30 +26,8 @@ using backend::LrpeKernelConfig;
 using backend::LrpeP;
 using backend::LrpePairing;
 
-struct Variant {
-  LrpeCore core;
-  LrpePairing pairing;
-  LrpeP p;
-};
-
-std::string variant_name(const Variant& v) {
-  const char* core[] = {"Type1", "Type2", "Type3"};
-  const char* p_name[] = {"Identity", "Householder", "OddEven"};
-  std::string s = std::string(core[static_cast<int>(v.core)]) + p_name[static_cast<int>(v.p)];
-  if (v.core == LrpeCore::kOrthogonal) s += v.pairing == LrpePairing::kAdjacent ? "Adj" : "Half";
-  return s;
-}
-
-std::vector<Variant> all_variants() {
-  std::vector<Variant> out;
-  for (LrpeP p : {LrpeP::kIdentity, LrpeP::kHouseholder, LrpeP::kOddEven}) {
-    out.push_back({LrpeCore::kUnitary, LrpePairing::kAdjacent, p});
-    out.push_back({LrpeCore::kOrthogonal, LrpePairing::kAdjacent, p});
-    out.push_back({LrpeCore::kOrthogonal, LrpePairing::kHalf, p});
-    out.push_back({LrpeCore::kPermutation, LrpePairing::kAdjacent, p});
-  }
-  return out;
-}
+using Variant = testing::LrpeVariant;
+using testing::variant_name;
 
 // Shapes: odd and even D, the D the kernels compile as constants (32, 64, 128), N prime, and
 // enough rows (G·N up to 1,535) that each of the 64 gradient blocks spans several 8-row tiles
@@ -331,7 +310,7 @@ TEST_P(LrpeVariants, LrpeFloatFeatureMapFusedIsTheComposedOps) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, LrpeVariants, ::testing::ValuesIn(all_variants()),
+INSTANTIATE_TEST_SUITE_P(All, LrpeVariants, ::testing::ValuesIn(testing::all_lrpe_variants()),
                          [](const ::testing::TestParamInfo<Variant>& info) {
                            return variant_name(info.param);
                          });

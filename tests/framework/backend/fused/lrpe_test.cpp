@@ -6,6 +6,7 @@
 
 #include "framework/backend/fused/lrpe.h"
 #include "framework/tensor/random.h"
+#include "tests/framework/backend/fused/lrpe_variants.h"
 #include "tests/support/allclose.h"
 
 namespace rota {
@@ -17,30 +18,8 @@ using backend::LrpeP;
 using backend::LrpePairing;
 using testing::allclose;
 
-struct Variant {
-  LrpeCore core;
-  LrpePairing pairing;
-  LrpeP p;
-};
-
-std::string variant_name(const Variant& v) {
-  const char* core[] = {"Type1", "Type2", "Type3"};
-  const char* p_name[] = {"Identity", "Householder", "OddEven"};
-  std::string s = std::string(core[static_cast<int>(v.core)]) + p_name[static_cast<int>(v.p)];
-  if (v.core == LrpeCore::kOrthogonal) s += v.pairing == LrpePairing::kAdjacent ? "Adj" : "Half";
-  return s;
-}
-
-std::vector<Variant> all_variants() {
-  std::vector<Variant> out;
-  for (LrpeP p : {LrpeP::kIdentity, LrpeP::kHouseholder, LrpeP::kOddEven}) {
-    out.push_back({LrpeCore::kUnitary, LrpePairing::kAdjacent, p});
-    out.push_back({LrpeCore::kOrthogonal, LrpePairing::kAdjacent, p});
-    out.push_back({LrpeCore::kOrthogonal, LrpePairing::kHalf, p});
-    out.push_back({LrpeCore::kPermutation, LrpePairing::kAdjacent, p});
-  }
-  return out;
-}
+using Variant = testing::LrpeVariant;
+using testing::variant_name;
 
 // Parameters for head dimension d, all in f64.
 struct Params {
@@ -274,7 +253,7 @@ TEST_P(LrpeKernel, FloatMatchesDouble) {
       allclose(run(v, p32, x.to(DType::kF32), 100), run(v, p, x, 100).to(DType::kF32), 1e-4, 1e-5));
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, LrpeKernel, ::testing::ValuesIn(all_variants()),
+INSTANTIATE_TEST_SUITE_P(Variants, LrpeKernel, ::testing::ValuesIn(testing::all_lrpe_variants()),
                          [](const ::testing::TestParamInfo<Variant>& info) {
                            return variant_name(info.param);
                          });

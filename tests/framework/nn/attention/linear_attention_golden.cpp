@@ -85,21 +85,7 @@ TEST_P(LinearAttentionGolden, FloatMatchesToFloatPrecision) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, LinearAttentionGolden,
                          ::testing::ValuesIn(GoldenCase::list("linear_attention")),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = info.param.substr(info.param.rfind('/') + 1);
-                           n = n.substr(0, n.size() - 5);
-                           std::string camel;  // type1_odd_even_causal → Type1OddEvenCausal
-                           bool upper = true;
-                           for (char ch : n) {
-                             if (ch == '_') {
-                               upper = true;
-                               continue;
-                             }
-                             camel += upper ? static_cast<char>(std::toupper(ch)) : ch;
-                             upper = false;
-                           }
-                           return camel;
-                         });
+                         rota::testing::GoldenTestName());
 
 }  // namespace
 }  // namespace rota

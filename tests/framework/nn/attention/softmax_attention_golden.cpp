@@ -91,21 +91,7 @@ TEST_P(SoftmaxAttentionGolden, FloatMatchesToFloatPrecision) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, SoftmaxAttentionGolden, ::testing::ValuesIn(layer_cases()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = info.param.substr(info.param.rfind('/') + 1);
-                           n = n.substr(0, n.size() - 5);
-                           std::string camel;  // t5_self_causal → T5SelfCausal
-                           bool upper = true;
-                           for (char ch : n) {
-                             if (ch == '_') {
-                               upper = true;
-                               continue;
-                             }
-                             camel += upper ? static_cast<char>(std::toupper(ch)) : ch;
-                             upper = false;
-                           }
-                           return camel;
-                         });
+                         rota::testing::GoldenTestName());
 
 TEST(SoftmaxAttentionTables, T5BucketsMatchHuggingFaceForAllDistances) {
   const GoldenCase c = GoldenCase::load("softmax_attention/table_t5_buckets.json");

@@ -91,21 +91,7 @@ TEST_P(RelativeEncodingsGolden, FloatMatchesToFloatPrecision) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, RelativeEncodingsGolden,
                          ::testing::ValuesIn(GoldenCase::list("relative_encodings")),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = info.param.substr(info.param.rfind('/') + 1);
-                           n = n.substr(0, n.size() - 5);
-                           std::string camel;  // shaw_self_causal → ShawSelfCausal
-                           bool upper = true;
-                           for (char ch : n) {
-                             if (ch == '_') {
-                               upper = true;
-                               continue;
-                             }
-                             camel += upper ? static_cast<char>(std::toupper(ch)) : ch;
-                             upper = false;
-                           }
-                           return camel;
-                         });
+                         rota::testing::GoldenTestName());
 
 }  // namespace
 }  // namespace rota
