@@ -20,11 +20,11 @@
 
 #include <benchmark/benchmark.h>
 
+#include "framework/backend/cpu/parallel.h"
+#include "framework/backend/cpu/vector_math.h"
 #include "framework/backend/primitives/cross_entropy.h"
 #include "framework/backend/primitives/elementwise.h"
 #include "framework/backend/primitives/norm.h"
-#include "framework/backend/cpu/parallel.h"
-#include "framework/backend/cpu/vector_math.h"
 #include "framework/tensor/random.h"
 
 namespace rota {

@@ -9,9 +9,9 @@
 #include "framework/autograd/ops/loss.h"
 #include "framework/autograd/ops/matmul.h"
 #include "framework/autograd/precision.h"
+#include "framework/backend/cpu/parallel.h"
 #include "framework/backend/fused/linear_cross_entropy.h"
 #include "framework/backend/primitives/matmul.h"
-#include "framework/backend/cpu/parallel.h"
 #include "framework/tensor/random.h"
 #include "framework/tensor/storage.h"
 

@@ -6,8 +6,8 @@
 #include <benchmark/benchmark.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "framework/backend/primitives/matmul.h"
 #include "framework/backend/cpu/parallel.h"
+#include "framework/backend/primitives/matmul.h"
 #include "framework/tensor/random.h"
 
 // Both sides run the identical oneDNN primitive; the difference is Rota's per-call overhead

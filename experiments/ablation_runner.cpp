@@ -16,15 +16,15 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "experiments/job_pool.h"
 #include "experiments/report/ablation_plots.h"
 #include "experiments/report/ablation_report.h"
-#include "experiments/job_pool.h"
 #include "experiments/report/png_export.h"
 #include "experiments/run_plan.h"
 #include "experiments/run_unit.h"
+#include "framework/base/error.h"
 #include "framework/base/file_io.h"
 #include "framework/io/log.h"
-#include "framework/base/error.h"
 #include "framework/train/stop_signal.h"
 #include "recipes/ablation.h"
 #include "recipes/loader.h"
@@ -96,7 +96,7 @@ AblationOutcome run_ablation(const AblationRunOptions& options) {
   // Log lines also go to OUT/ablate.log until the end of the ablation.
   const io::LogFileScope log_file(outcome.out / "ablate.log");
   write_file_atomically(outcome.out / "ablation.txtpb",
-                            recipes::read_text_file(options.ablation_file));
+                        recipes::read_text_file(options.ablation_file));
 
   const std::vector<PlannedRun> runs = plan_runs(plan, outcome.out);
   const int jobs = std::max(1, options.jobs);

@@ -8,11 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "data/corpus/corpus.h"
+#include "framework/base/error.h"
 #include "framework/base/file_io.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
 #include "framework/io/train_state.h"
-#include "framework/base/error.h"
 
 namespace fs = std::filesystem;
 

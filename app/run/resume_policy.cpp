@@ -28,8 +28,7 @@ std::string first_difference(const std::string& saved, const std::string& now) {
   }
 }
 
-ResumeDecision decide_resume(const fs::path& run_dir, bool resume,
-                             const std::string& recipe_text) {
+ResumeDecision decide_resume(const fs::path& run_dir, bool resume, const std::string& recipe_text) {
   ResumeDecision decision;
   const std::optional<fs::path> found =
       fs::exists(run_dir) ? io::find_latest(run_dir) : std::nullopt;

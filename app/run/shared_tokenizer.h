@@ -2,8 +2,8 @@
 #pragma once
 
 #include <filesystem>
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 

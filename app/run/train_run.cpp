@@ -130,8 +130,7 @@ int train_on_this_rank(const TrainRequest& request,
   const bool root = comm.rank() == 0;
   // The other ranks only report problems; rank 0 tells the story.
   if (!root && io::log_level() < io::LogLevel::kWarn) io::set_log_level(io::LogLevel::kWarn);
-  const recipes::Recipe recipe =
-      load_recipe_on_every_rank(comm, request.recipe, request.overrides);
+  const recipes::Recipe recipe = load_recipe_on_every_rank(comm, request.recipe, request.overrides);
   // train.dtype holds for the whole run on this rank (training steps, validation, the sample);
   // every rank loads the same recipe, so all compute alike.
   const MatmulPrecisionGuard precision(precision_from_recipe(recipe));
@@ -170,8 +169,8 @@ int train_on_this_rank(const TrainRequest& request,
   if (outcome.status == train::TrainStatus::kInterrupted) {
     if (root) {
       std::printf("stopped at step %lld/%lld; checkpoint %s; continue with: %s\n",
-                  static_cast<long long>(outcome.step),
-                  static_cast<long long>(setup.total_steps), outcome.last_checkpoint.c_str(),
+                  static_cast<long long>(outcome.step), static_cast<long long>(setup.total_steps),
+                  outcome.last_checkpoint.c_str(),
                   resume_command(request, comm.world_size()).c_str());
       std::fflush(stdout);
     }

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "data/corpus/corpus.h"
-#include "framework/base/file_io.h"
 #include "data/dataset/tsv.h"
+#include "framework/base/file_io.h"
 #include "framework/io/checkpoint_paths.h"
 #include "framework/io/log.h"
 #include "recipes/corpora.h"

@@ -52,8 +52,7 @@ Task::Task(TaskInputs inputs) : inputs_(std::move(inputs)), seeds_(inputs_.recip
   if (!problem.empty()) throw recipes::RecipeError(problem);
   dropout_gen_ =
       std::make_shared<Generator>(rank_dropout_seed(seeds_.dropout, communicator().rank()));
-  model_options_ =
-      model_options_from_recipe(inputs_.recipe, inputs_.tokenizer->vocab_size());
+  model_options_ = model_options_from_recipe(inputs_.recipe, inputs_.tokenizer->vocab_size());
 }
 
 Task::~Task() = default;
@@ -148,7 +147,7 @@ void Task::restore_state(const io::TrainState& state) {
   }
   ROTA_CHECK(rank != 0, "restore_state: the train state has no random stream 'dropout'");
   dropout_gen_->set_state(Generator(mix_seed({seeds_.dropout, static_cast<uint64_t>(rank),
-                                                    static_cast<uint64_t>(state.step())}))
+                                              static_cast<uint64_t>(state.step())}))
                               .state());
 }
 

@@ -15,8 +15,7 @@ Command add_ablate_command(CLI::App& app) {
   cmd->add_option("ablation", request->ablation, "Ablation file (.txtpb)")->required();
   cmd->add_option("--out", request->out,
                   "Output directory (default: runs/ablations/<ablation name>)");
-  cmd->add_option("--jobs", request->jobs, "Runs at once (default 1)")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--jobs", request->jobs, "Runs at once (default 1)")->check(CLI::PositiveNumber);
   cmd->add_option("--eval-batches", request->eval_batches,
                   "Evaluate only this many batches per split (0: whole splits; a quick look)")
       ->check(CLI::NonNegativeNumber);

@@ -5,8 +5,8 @@
 #include <sstream>
 #include <vector>
 
-#include "framework/base/file_io.h"
 #include "data/util/sha256.h"
+#include "framework/base/file_io.h"
 
 namespace rota::data {
 

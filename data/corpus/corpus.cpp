@@ -5,8 +5,8 @@
 
 #include "data/corpus/locate.h"
 #include "data/corpus/text_split.h"
-#include "framework/base/file_io.h"
 #include "framework/base/error.h"
+#include "framework/base/file_io.h"
 
 namespace rota::data {
 

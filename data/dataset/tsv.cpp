@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "framework/base/file_io.h"
 #include "framework/base/error.h"
+#include "framework/base/file_io.h"
 
 namespace rota::data {
 

@@ -3,8 +3,8 @@
 
 #include <numeric>
 
-#include "framework/base/seed_mix.h"
 #include "framework/base/error.h"
+#include "framework/base/seed_mix.h"
 #include "framework/tensor/random.h"
 
 namespace rota::data {

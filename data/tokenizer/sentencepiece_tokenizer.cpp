@@ -4,8 +4,8 @@
 #include <sentencepiece_processor.h>
 
 #include "data/tokenizer/tokenizer_config.h"
-#include "framework/base/file_io.h"
 #include "framework/base/error.h"
+#include "framework/base/file_io.h"
 
 namespace rota::data {
 

@@ -1,8 +1,8 @@
 // tokenizer.json: the common header of every saved tokenizer.
 #include "data/tokenizer/tokenizer_config.h"
 
-#include "framework/base/file_io.h"
 #include "framework/base/error.h"
+#include "framework/base/file_io.h"
 
 namespace rota::data::detail {
 

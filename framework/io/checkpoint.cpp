@@ -9,11 +9,11 @@
 #include <cstring>
 #include <set>
 
+#include "framework/base/error.h"
 #include "framework/base/file_io.h"
 #include "framework/io/checkpoint_paths.h"
 #include "framework/io/crc32c.h"
 #include "framework/io/mapped_file.h"
-#include "framework/base/error.h"
 
 namespace fs = std::filesystem;
 

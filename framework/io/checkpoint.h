@@ -24,7 +24,7 @@ inline constexpr char kRecipeFile[] = "recipe.txtpb";
 
 /// Everything a checkpoint holds.
 struct Checkpoint {
-  StateDict model;      // Module::state_dict()
+  StateDict model;          // Module::state_dict()
   NamedTensors optimizer;   // Optimizer::state_tensors()
   TrainState state;         // step, tokens, RNG streams, data cursor... (files/crc: set on save)
   std::string recipe_text;  // the resolved recipe in text format

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "framework/base/file_io.h"
 #include "framework/base/error.h"
+#include "framework/base/file_io.h"
 
 namespace fs = std::filesystem;
 

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "framework/base/file_io.h"
 #include "framework/base/error.h"
+#include "framework/base/file_io.h"
 
 namespace rota::io {
 

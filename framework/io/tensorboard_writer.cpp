@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
+#include "framework/base/error.h"
 #include "framework/io/tensorboard_event.pb.h"
 #include "framework/io/tfrecord.h"
-#include "framework/base/error.h"
 
 namespace rota::io {
 namespace {

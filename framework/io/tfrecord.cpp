@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "framework/base/error.h"
 #include "framework/base/file_io.h"
 #include "framework/io/crc32c.h"
-#include "framework/base/error.h"
 
 namespace rota::io {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <cstring>
 
-#include "framework/io/crc32c.h"
 #include "framework/base/error.h"
+#include "framework/io/crc32c.h"
 
 namespace rota::io {
 namespace {

@@ -23,7 +23,6 @@ std::string join_lines(const std::vector<std::string>& lines) {
 
 // ---- StateDict ----
 
-
 // ---- registration ----
 
 void Module::check_new_name(const std::string& name, const char* what) const {

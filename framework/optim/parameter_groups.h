@@ -1,4 +1,5 @@
-// Parameter groups by role: which kinds of parameter (weights, biases, norms, ...) get weight decay.
+// Parameter groups by role: which kinds of parameter (weights, biases, norms, ...) get weight
+// decay.
 #pragma once
 
 #include <vector>

@@ -10,8 +10,8 @@
 
 namespace rota {
 
-/// Name → tensor with a fixed iteration order (nn::Module::state_dict gives registration order, depth-first)
-/// and lookup by name. This is what checkpoints are written from and read into.
+/// Name → tensor with a fixed iteration order (nn::Module::state_dict gives registration order,
+/// depth-first) and lookup by name. This is what checkpoints are written from and read into.
 class StateDict {
  public:
   using Item = std::pair<std::string, Tensor>;

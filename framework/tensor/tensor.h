@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "framework/tensor/dtype.h"
 #include "framework/base/error.h"
+#include "framework/tensor/dtype.h"
 #include "framework/tensor/shape.h"
 #include "framework/tensor/storage.h"
 

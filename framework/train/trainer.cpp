@@ -5,8 +5,8 @@
 #include <cmath>
 #include <csignal>
 #include <ctime>
-#include <optional>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 

@@ -4,5 +4,7 @@
 #include "framework/tensor/tensor.h"
 
 namespace rota {
-int planted_wrong_way_include() { return 0; }
+int planted_wrong_way_include() {
+  return 0;
+}
 }  // namespace rota

@@ -3,8 +3,8 @@
 
 #include "framework/autograd/function.h"
 #include "framework/autograd/precision.h"
-#include "framework/backend/primitives/elementwise.h"
 #include "framework/backend/fused/linear_cross_entropy.h"
+#include "framework/backend/primitives/elementwise.h"
 
 namespace rota {
 

@@ -3,9 +3,9 @@
 
 #include "framework/autograd/function.h"
 #include "framework/autograd/precision.h"
+#include "framework/backend/fused/fused_activation.h"
 #include "framework/backend/primitives/convert.h"
 #include "framework/backend/primitives/elementwise.h"
-#include "framework/backend/fused/fused_activation.h"
 #include "framework/backend/primitives/matmul.h"
 #include "framework/backend/primitives/reduce.h"
 

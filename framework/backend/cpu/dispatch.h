@@ -1,8 +1,8 @@
 // Calls a generic lambda with a value of the C++ element type matching a floating DType.
 #pragma once
 
-#include "framework/tensor/dtype.h"
 #include "framework/base/error.h"
+#include "framework/tensor/dtype.h"
 
 namespace rota::backend {
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "framework/backend/primitives/convert.h"
 #include "framework/backend/cpu/parallel.h"
+#include "framework/backend/primitives/convert.h"
 #include "framework/backend/primitives/reduce.h"
 
 namespace rota::backend {

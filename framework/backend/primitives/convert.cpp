@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "framework/backend/cpu/parallel.h"
-#include "framework/backend/primitives/reduce.h"
 #include "framework/backend/cpu/vector_math.h"
+#include "framework/backend/primitives/reduce.h"
 
 namespace rota::backend {
 

@@ -6,8 +6,8 @@
 
 #include "framework/backend/cpu/dispatch.h"
 #include "framework/backend/cpu/parallel.h"
-#include "framework/backend/primitives/reduce.h"
 #include "framework/backend/cpu/vector_math.h"
+#include "framework/backend/primitives/reduce.h"
 #include "framework/tensor/strided_loop.h"
 
 namespace rota::backend {

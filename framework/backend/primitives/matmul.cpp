@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
-#include "framework/backend/primitives/elementwise.h"
-#include "framework/backend/onednn/matmul.h"
 #include "framework/backend/cpu/parallel.h"
+#include "framework/backend/onednn/matmul.h"
+#include "framework/backend/primitives/elementwise.h"
 
 namespace rota::backend {
 

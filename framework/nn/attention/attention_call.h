@@ -26,7 +26,9 @@ struct AttentionCall {
 /// skew, T5, ALiBi, ...). The layer projects and splits heads, then calls attend().
 class RelativeAttentionEncoding : public Module {
  public:
-  std::optional<ParameterRole> parameter_role() const override { return ParameterRole::kPositional; }
+  std::optional<ParameterRole> parameter_role() const override {
+    return ParameterRole::kPositional;
+  }
   /// q: [B, H, Nq, D], k: [B, H, Nk, D], v: [B, H, Nk, Dv] (projected, unscaled).
   /// Returns the attention output [B, H, Nq, Dv] under this encoding's logit formula.
   virtual Variable attend(const Variable& q, const Variable& k, const Variable& v,

@@ -13,7 +13,9 @@ namespace rota::nn {
 /// explicitly in the bidirectional form. Buffer: `permutation` [D] i64.
 class PermuteFormer : public Module {
  public:
-  std::optional<ParameterRole> parameter_role() const override { return ParameterRole::kPositional; }
+  std::optional<ParameterRole> parameter_role() const override {
+    return ParameterRole::kPositional;
+  }
   PermuteFormer(int64_t heads, int64_t head_dim, Generator& gen);
   /// x: [..., N, D] → x with row n's channels permuted by π^(offset+n).
   Variable permute(const Variable& x, int64_t offset = 0) const;

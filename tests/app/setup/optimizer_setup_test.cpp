@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "models/language_models.h"
 #include "app/setup/model_setup.h"
+#include "models/language_models.h"
 #include "recipes/loader.h"
 
 namespace rota::app {
@@ -65,9 +65,9 @@ TEST(OptimizerFromRecipe, GroupsTheModelsParametersByRole) {
                                                   {"positional", 0.0}}));
   EXPECT_EQ(names["embeddings"], std::vector<std::string>{"encoder.embed.weight"});
   const auto& positional = names["positional"];
-  EXPECT_NE(std::find(positional.begin(), positional.end(),
-                      "encoder.blocks.0.attn.lrpe.householder_v"),
-            positional.end());
+  EXPECT_NE(
+      std::find(positional.begin(), positional.end(), "encoder.blocks.0.attn.lrpe.householder_v"),
+      positional.end());
   // Every trainable parameter is in exactly one group.
   size_t grouped = 0;
   for (const auto& [group, members] : names) grouped += members.size();

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "models/language_models.h"
 #include "app/setup/model_setup.h"
+#include "models/language_models.h"
 #include "recipes/ablation.h"
 #include "recipes/loader.h"
 

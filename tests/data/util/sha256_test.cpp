@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "data/corpus/corpus_registry.h"
-#include "framework/base/file_io.h"
 #include "data/util/sha256.h"
+#include "framework/base/file_io.h"
 #include "framework/tensor/random.h"
 #include "tests/data/test_files.h"
 

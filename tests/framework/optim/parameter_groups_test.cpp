@@ -41,7 +41,7 @@ class Model : public nn::Module {
     embed.embedding_dim = 4;
     register_module("embed", std::make_shared<nn::Embedding>(embed, gen));
     register_module("block", std::make_shared<Block>(gen));
-    register_parameter("scale", ones({4}));  // a vector no module decides: a bias
+    register_parameter("scale", ones({4}));    // a vector no module decides: a bias
     register_parameter("head", ones({3, 4}));  // a matrix no module decides: a weight
   }
 };
@@ -86,8 +86,8 @@ TEST(ParameterRoles, NamesAreTheGroupNames) {
 TEST(WeightDecayPolicy, WeightsAlwaysDecayOtherRolesByTheirSwitch) {
   WeightDecayPolicy policy;
   policy.weight_decay = 0.1;
-  for (ParameterRole role : {ParameterRole::kBias, ParameterRole::kNorm,
-                             ParameterRole::kEmbedding, ParameterRole::kPositional}) {
+  for (ParameterRole role : {ParameterRole::kBias, ParameterRole::kNorm, ParameterRole::kEmbedding,
+                             ParameterRole::kPositional}) {
     EXPECT_EQ(policy.decay_of(role), 0.0) << nn::parameter_role_name(role);
   }
   EXPECT_EQ(policy.decay_of(ParameterRole::kWeight), 0.1);

@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 
 #include "framework/autograd/ops/dropout.h"
+#include "framework/backend/cpu/parallel.h"
 #include "framework/backend/primitives/dropout.h"
 #include "framework/backend/primitives/elementwise.h"
-#include "framework/backend/cpu/parallel.h"
 #include "tests/support/allclose.h"
 
 namespace rota {

@@ -16,8 +16,8 @@
 #include <gtest/gtest.h>
 #include <xmmintrin.h>
 
-#include "framework/backend/primitives/elementwise.h"
 #include "framework/backend/cpu/parallel.h"
+#include "framework/backend/primitives/elementwise.h"
 #include "framework/tensor/random.h"
 
 namespace rota {

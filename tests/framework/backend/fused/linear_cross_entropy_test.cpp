@@ -9,9 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include "framework/backend/fused/linear_cross_entropy.h"
 #include "framework/backend/primitives/cross_entropy.h"
 #include "framework/backend/primitives/elementwise.h"
-#include "framework/backend/fused/linear_cross_entropy.h"
 #include "framework/backend/primitives/matmul.h"
 #include "framework/backend/primitives/reduce.h"
 #include "framework/tensor/random.h"

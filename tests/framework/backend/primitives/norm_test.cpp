@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "framework/backend/primitives/norm.h"
 #include "framework/backend/cpu/parallel.h"
+#include "framework/backend/primitives/norm.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
 #include "tests/support/expect_error.h"

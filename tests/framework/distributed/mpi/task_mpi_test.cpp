@@ -5,10 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "app/setup/tokenizer_setup.h"
 #include "app/tasks/causal_lm_task.h"
 #include "app/tasks/classifier_task.h"
 #include "app/tasks/masked_lm_task.h"
-#include "app/setup/tokenizer_setup.h"
 #include "framework/autograd/grad_mode.h"
 #include "framework/distributed/single_process_communicator.h"
 #include "recipes/loader.h"
