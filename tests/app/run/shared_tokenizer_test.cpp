@@ -25,8 +25,8 @@ TEST(PackFiles, RoundTripsNamesAndBinaryContents) {
 }
 
 TEST(PackFiles, MalformedStringsAreRefused) {
-  for (const std::string packed : {std::string("name-without-size"), std::string("a\n12\nshort"),
-                                   std::string("a\nx1\nabc"), std::string("a\n\nabc")}) {
+  for (const std::string& packed : {std::string("name-without-size"), std::string("a\n12\nshort"),
+                                    std::string("a\nx1\nabc"), std::string("a\n\nabc")}) {
     expect_error([&] { unpack_files(packed); }, "malformed tokenizer files");
   }
 }

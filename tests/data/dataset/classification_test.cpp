@@ -14,10 +14,6 @@ namespace {
 
 using rota::testing::expect_error;
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
 TEST(Tsv, HeaderDetectedWhenItNamesTheRequiredColumns) {
   const TsvTable table =
       parse_tsv("sentence\tlabel\na fine film \t1\r\nawful\t0", {"sentence", "label"});
