@@ -12,8 +12,8 @@ namespace rota::app {
 /// data.sequence_length = context, and the evaluation batch rescaled to about the same tokens
 /// per batch (data.batch_size = max(1, micro-batch × T / context), gradient_accumulation = 1;
 /// memory stays bounded and the metrics do not depend on the batch). The model's weights do
-/// not depend on the sequence length (models/registry never reads it), so the trained weights
-/// load as they are. Throws RecipeError when the model cannot run at that length — learned
+/// not depend on the sequence length (app/setup/model_setup never reads it), so the trained
+/// weights load as they are. Throws RecipeError when the model cannot run at that length — learned
 /// absolute positions past their table (model.position.learned_absolute.max_positions), a
 /// skew table past max_len, bidirectional PermuteFormer past its overflow limit — naming the
 /// field and the limit.
