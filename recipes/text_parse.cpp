@@ -1,7 +1,8 @@
 // Parsing protobuf text format with errors located by file:line:col and field path.
 #include "recipes/text_parse.h"
 
-#include <regex>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include <google/protobuf/descriptor.h>
@@ -36,37 +37,74 @@ std::string dotted(const std::string& parent, const std::string& name) {
   return parent.empty() ? name : parent + "." + name;
 }
 
+/// The parser's messages about an unknown field and an unknown enum value: the text around
+/// their two quoted names.
+constexpr std::string_view kUnknownFieldForm[] = {"Message type \"", "\" has no field named \"",
+                                                  "\""};
+constexpr std::string_view kUnknownEnumForm[] = {"Unknown enumeration value of \"",
+                                                 "\" for field \"", "\""};
+
+/// The quoted parts of the first place in `message` that reads form[0] Q1 form[1] Q2 form[2],
+/// each Q non-empty and without '"'; nullopt when there is none. (Scanned by hand: std::regex
+/// recurses per character and overflows the stack on a long identifier.)
+template <size_t kPieces>
+std::optional<std::vector<std::string>> quoted_parts(std::string_view message,
+                                                     const std::string_view (&form)[kPieces]) {
+  for (size_t start = message.find(form[0]); start != std::string_view::npos;
+       start = message.find(form[0], start + 1)) {
+    std::vector<std::string> parts;
+    size_t at = start + form[0].size();
+    for (size_t piece = 1; piece < kPieces; ++piece) {
+      const size_t end = message.find('"', at);
+      if (end == std::string_view::npos || end == at ||
+          message.substr(end, form[piece].size()) != form[piece]) {
+        break;
+      }
+      parts.emplace_back(message.substr(at, end - at));
+      at = end + form[piece].size();
+    }
+    if (parts.size() == kPieces - 1) return parts;
+  }
+  return std::nullopt;
+}
+
+/// A name as error messages show it: whole up to 64 characters, else its start and its length.
+std::string shown(const std::string& name) {
+  constexpr size_t kShown = 64;
+  if (name.size() <= kShown) return name;
+  return name.substr(0, kShown) + "... (" + std::to_string(name.size()) + " characters)";
+}
+
 /// Rewrites the parser's unknown-field and unknown-enum messages into "path: what (did you
 /// mean ...)"; other messages are prefixed with the enclosing path.
 std::string explain(const std::string& path, const std::string& message,
                     const pb::Descriptor* root) {
-  static const std::regex kUnknownField(
-      R"re(Message type "([^"]+)" has no field named "([^"]+)")re");
-  static const std::regex kUnknownEnum(
-      R"re(Unknown enumeration value of "([^"]+)" for field "([^"]+)")re");
-  std::smatch match;
-  if (std::regex_search(message, match, kUnknownField)) {
+  if (const auto match = quoted_parts(message, kUnknownFieldForm)) {
+    const std::string& type_name = (*match)[0];
+    const std::string& field = (*match)[1];
     const pb::Descriptor* type =
-        pb::DescriptorPool::generated_pool()->FindMessageTypeByName(match[1].str());
-    std::string text = dotted(path, match[2].str()) + ": unknown field";
+        pb::DescriptorPool::generated_pool()->FindMessageTypeByName(type_name);
+    std::string text = dotted(path, shown(field)) + ": unknown field";
     if (type != nullptr) {
       const std::vector<std::string> names = field_names(type);
-      text += did_you_mean(match[2].str(), names);
+      text += did_you_mean(field, names);
       text += "; " + (path.empty() ? std::string("the top level") : path) + " has " + join(names);
     }
     return text;
   }
-  if (std::regex_search(message, match, kUnknownEnum)) {
+  if (const auto match = quoted_parts(message, kUnknownEnumForm)) {
+    const std::string& value = (*match)[0];
+    const std::string& field_name = (*match)[1];
     const pb::Descriptor* type = message_type_at(root, path);
     const pb::FieldDescriptor* field =
-        type == nullptr ? nullptr : type->FindFieldByName(match[2].str());
-    std::string text = dotted(path, match[2].str()) + ": unknown value '" + match[1].str() + "'";
+        type == nullptr ? nullptr : type->FindFieldByName(field_name);
+    std::string text = dotted(path, shown(field_name)) + ": unknown value '" + shown(value) + "'";
     if (field != nullptr && field->enum_type() != nullptr) {
       std::vector<std::string> values;
       for (int i = 0; i < field->enum_type()->value_count(); ++i) {
         values.push_back(field->enum_type()->value(i)->name());
       }
-      text += did_you_mean(match[1].str(), values) + "; one of " + join(values);
+      text += did_you_mean(value, values) + "; one of " + join(values);
     }
     return text;
   }
@@ -75,11 +113,8 @@ std::string explain(const std::string& path, const std::string& message,
 
 /// The identifier an unknown-field or unknown-enum message complains about.
 std::optional<std::string> offending_name(const std::string& message) {
-  static const std::regex kUnknownField(R"re(has no field named "([^"]+)")re");
-  static const std::regex kUnknownEnum(R"re(Unknown enumeration value of "([^"]+)")re");
-  std::smatch match;
-  if (std::regex_search(message, match, kUnknownField)) return match[1].str();
-  if (std::regex_search(message, match, kUnknownEnum)) return match[1].str();
+  if (const auto match = quoted_parts(message, kUnknownFieldForm)) return (*match)[1];
+  if (const auto match = quoted_parts(message, kUnknownEnumForm)) return (*match)[0];
   return std::nullopt;
 }
 

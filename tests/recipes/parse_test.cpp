@@ -73,6 +73,22 @@ TEST(RecipeParse, UnknownEnumValueListsTheValues) {
             "one of CAUSAL_LM, MASKED_LM, CLASSIFIER");
 }
 
+TEST(RecipeParse, VeryLongUnknownNamesAreLocatedAndShortened) {
+  // Names far longer than any field (a hostile or corrupted file) give the usual located
+  // error, with the name cut to its first 64 characters and its length.
+  const std::string field(200000, 'x');
+  const std::string field_error = load_error("version: 1\nmodel { " + field + ": 3 }\n");
+  EXPECT_EQ(field_error.rfind("test.txtpb:2:9: model." + std::string(64, 'x') +
+                                  "... (200000 characters): unknown field; model has kind,",
+                              0),
+            0u)
+      << field_error.substr(0, 300);
+  const std::string value(200000, 'Q');
+  const std::string value_error = load_error("version: 1\nmodel { kind: " + value + " }\n");
+  EXPECT_EQ(value_error, "test.txtpb:2:15: model.kind: unknown value '" + std::string(64, 'Q') +
+                             "... (200000 characters)'; one of CAUSAL_LM, MASKED_LM, CLASSIFIER");
+}
+
 TEST(RecipeParse, SingularFieldTwiceIsAnError) {
   const std::string error = load_error("version: 1\nmodel {\n  width: 64\n  width: 32\n}\n");
   EXPECT_NE(error.find("test.txtpb:4:"), std::string::npos) << error;
