@@ -1,6 +1,7 @@
 // Parsing protobuf text format with errors located by file:line:col and field path.
 #include "recipes/text_parse.h"
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -118,6 +119,32 @@ std::optional<std::string> offending_name(const std::string& message) {
   return std::nullopt;
 }
 
+/// The deepest nesting of messages and lists a text may have. Recipes nest a few levels;
+/// protobuf's parser recurses once per level (without a limit while it skips unknown fields),
+/// so a deeper text is refused before it is parsed.
+constexpr int kMaxNesting = 32;
+
+/// The 0-based (line, column) of the first `{`, `<` or `[` that opens level kMaxNesting + 1;
+/// nullopt when the text stays within the limit. Braces inside strings and comments do not
+/// count.
+std::optional<std::pair<int, int>> first_too_deep(std::string_view text) {
+  pb::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
+  CollectingErrors ignored;
+  pb::io::Tokenizer tokenizer(&input, &ignored);
+  tokenizer.set_comment_style(pb::io::Tokenizer::SH_COMMENT_STYLE);
+  int depth = 0;
+  while (tokenizer.Next()) {
+    const pb::io::Tokenizer::Token& token = tokenizer.current();
+    if (token.type != pb::io::Tokenizer::TYPE_SYMBOL) continue;
+    if (token.text == "{" || token.text == "<" || token.text == "[") {
+      if (++depth > kMaxNesting) return std::make_pair(token.line, token.column);
+    } else if (token.text == "}" || token.text == ">" || token.text == "]") {
+      depth = std::max(0, depth - 1);
+    }
+  }
+  return std::nullopt;
+}
+
 /// The 0-based (line, column) of the last token equal to `wanted` before (line, column).
 std::optional<std::pair<int, int>> last_token_before(std::string_view text, int line, int column,
                                                      const std::string& wanted) {
@@ -199,6 +226,12 @@ std::string enclosing_path(std::string_view text, int line, int column) {
 
 void parse_text(std::string_view text, SourceMap& source, pb::Message& message) {
   message.Clear();
+  if (const auto deep = first_too_deep(text)) {
+    throw RecipeError(source.source_name() + ":" + std::to_string(deep->first + 1) + ":" +
+                      std::to_string(deep->second + 1) + ": nested more than " +
+                      std::to_string(kMaxNesting) +
+                      " levels deep (a recipe nests a few levels; this is not one)");
+  }
   CollectingErrors errors;
   pb::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
@@ -231,6 +264,7 @@ void parse_text(std::string_view text, SourceMap& source, pb::Message& message) 
 }
 
 std::optional<int> peek_version(std::string_view text, const pb::Message& type) {
+  if (first_too_deep(text)) return std::nullopt;
   std::unique_ptr<pb::Message> message(type.New());
   CollectingErrors errors;
   pb::TextFormat::Parser parser;

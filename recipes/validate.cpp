@@ -40,6 +40,11 @@ class Checker {
   void at_least(const std::string& path, int64_t value, int64_t min) {
     if (value < min) fail(path, "must be >= " + num(min) + " (got " + num(value) + ")");
   }
+  void in_range(const std::string& path, int64_t value, int64_t min, int64_t max) {
+    if (value < min || value > max) {
+      fail(path, "must be in [" + num(min) + ", " + num(max) + "] (got " + num(value) + ")");
+    }
+  }
   void positive(const std::string& path, double value) {
     if (!(value > 0.0)) fail(path, "must be > 0 (got " + num(value) + ")");
   }
@@ -67,6 +72,9 @@ class Checker {
 /// Longest sequence a bidirectional PermuteFormer supports: its key weights γ^(−t) grow with
 /// t, and the layer (framework/nn/attention/linear_attention.cpp) refuses (n − 1)·(−ln γ) >= 80
 /// (beyond float range). The smallest decay is head 0's γ = sigmoid(2) for any head count.
+/// The most OpenMP threads a recipe may ask for (far above any CPU Rota runs on).
+constexpr int64_t kMaxThreads = 1024;
+
 constexpr int kMaxBidirectionalPermuteFormerLength = 631;  // 1 + ⌊80 / −ln(sigmoid(2))⌋
 
 const char* kind_name(const Model& model) {
@@ -485,7 +493,8 @@ void check_train(Checker& check, const Recipe& recipe) {
   check.at_least("train.checkpoint_every", train.checkpoint_every(), 0);
   check.at_least("train.keep_checkpoints", train.keep_checkpoints(), 1);
   check.at_least("train.log_every", train.log_every(), 1);
-  check.at_least("train.threads", train.threads(), 0);
+  // OpenMP cannot start an arbitrary number of threads (100000 crashed inside libgomp).
+  check.in_range("train.threads", train.threads(), 0, kMaxThreads);
   const Model& model = recipe.model();
   if (train.has_best_metric() && train.best_metric() != Train::LOSS &&
       model.kind() != Model::CLASSIFIER) {

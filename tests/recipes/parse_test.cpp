@@ -89,6 +89,31 @@ TEST(RecipeParse, VeryLongUnknownNamesAreLocatedAndShortened) {
                              "... (200000 characters)'; one of CAUSAL_LM, MASKED_LM, CLASSIFIER");
 }
 
+TEST(RecipeParse, NestingBeyondTheLimitIsRefusedBeforeParsing) {
+  // 100,000 nested unknown messages overflowed protobuf's recursive skipping (SIGSEGV); past 32
+  // levels the text is refused at the brace that opens level 33 (column 4·32 + 3), whatever
+  // the version says.
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "x { ";
+  deep += std::string(100000, '}');
+  for (const char* version : {"version: 1\n", "version: 99\n"}) {
+    EXPECT_EQ(load_error(version + deep),
+              "test.txtpb:2:131: nested more than 32 levels deep (a recipe nests a few levels; "
+              "this is not one)");
+  }
+  // 32 levels are still parsed (and here refused for the unknown field, at its name).
+  std::string within = "version: 1\n";
+  for (int i = 0; i < 32; ++i) within += "x { ";
+  within += std::string(32, '}');
+  EXPECT_EQ(load_error(within).rfind("test.txtpb:2:1: x: unknown field", 0), 0u)
+      << load_error(within);
+  // Braces inside strings and comments do not count.
+  const std::string quoted = "version: 1\nname: \"" + std::string(100, '{') + "\" # " +
+                             std::string(100, '[') + "\nmodel { lyers: 2 }\n";
+  EXPECT_NE(load_error(quoted).find("model.lyers: unknown field"), std::string::npos)
+      << load_error(quoted);
+}
+
 TEST(RecipeParse, SingularFieldTwiceIsAnError) {
   const std::string error = load_error("version: 1\nmodel {\n  width: 64\n  width: 32\n}\n");
   EXPECT_NE(error.find("test.txtpb:4:"), std::string::npos) << error;
