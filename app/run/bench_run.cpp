@@ -25,24 +25,24 @@
 
 namespace rota::app {
 
-int run_bench_train(const BenchTrainRequest& args) {
+int run_bench_train(const BenchTrainRequest& request) {
   io::init_logging_from_env();
   // An empty --dtype means the recipe's train.dtype; a given one overrides it (and is checked
   // before anything is loaded).
   const MatmulPrecision flag_precision =
-      args.dtype.empty() ? MatmulPrecision::kF32 : parse_precision("--dtype", args.dtype);
-  if (args.steps < 1) throw recipes::RecipeError("--steps must be >= 1");
-  if (args.warmup < 0) throw recipes::RecipeError("--warmup must be >= 0");
-  const recipes::Recipe recipe = recipes::load_recipe(args.recipe, args.overrides);
-  const MatmulPrecisionGuard precision(args.dtype.empty() ? precision_from_recipe(recipe)
-                                                          : flag_precision);
+      request.dtype.empty() ? MatmulPrecision::kF32 : parse_precision("--dtype", request.dtype);
+  if (request.steps < 1) throw recipes::RecipeError("--steps must be >= 1");
+  if (request.warmup < 0) throw recipes::RecipeError("--warmup must be >= 0");
+  const recipes::Recipe recipe = recipes::load_recipe(request.recipe, request.overrides);
+  const MatmulPrecisionGuard precision(request.dtype.empty() ? precision_from_recipe(recipe)
+                                                             : flag_precision);
   report_precision(matmul_precision());
   const int threads = apply_thread_setting(recipe);
   TaskInputs inputs;
   inputs.recipe = recipe;
   inputs.tokenizer = obtain_tokenizer(recipe, std::nullopt, inputs.data_options);
   std::unique_ptr<Task> task = make_task(std::move(inputs));
-  const int64_t total = args.warmup + args.steps;
+  const int64_t total = request.warmup + request.steps;
   const std::unique_ptr<optim::Optimizer> optimizer = optimizer_from_recipe(recipe, task->model());
   optim::ScheduleOptions schedule_options = schedule_options_from_recipe(
       recipe, std::max<int64_t>(total, recipe.schedule().warmup_steps() + 1));
@@ -56,7 +56,7 @@ int run_bench_train(const BenchTrainRequest& args) {
   std::vector<double> step_seconds;
   StorageStats resident;  // tensors alive between timed steps: weights, optimizer state
   for (int64_t i = 0; i < total; ++i) {
-    if (i == args.warmup) {
+    if (i == request.warmup) {
       resident = storage_stats();
       reset_storage_peak();
     }
@@ -64,9 +64,9 @@ int run_bench_train(const BenchTrainRequest& args) {
     const train::StepResult result = runner.run([&] { return task->next_micro_batch(); });
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (i >= args.warmup) step_seconds.push_back(seconds);
+    if (i >= request.warmup) step_seconds.push_back(seconds);
     io::log_info("bench step {}/{}{}: {:.1f} ms, loss {:.4f}", i + 1, total,
-                 i < args.warmup ? " (warm-up)" : "", seconds * 1e3, result.loss);
+                 i < request.warmup ? " (warm-up)" : "", seconds * 1e3, result.loss);
   }
   std::sort(step_seconds.begin(), step_seconds.end());
   const double median = step_seconds[step_seconds.size() / 2];
@@ -80,7 +80,7 @@ int run_bench_train(const BenchTrainRequest& args) {
                ceiling.gflops, ceiling.size, ceiling.products, ceiling.seconds);
   const double gflops = flops / median / 1e9;
   std::printf("recipe=%s threads=%d steps=%lld tokens_per_step=%lld dtype=%s\n",
-              recipe.name().c_str(), threads, static_cast<long long>(args.steps),
+              recipe.name().c_str(), threads, static_cast<long long>(request.steps),
               static_cast<long long>(tokens_per_step), matmul_precision_name(matmul_precision()));
   // Memory of the timed steps: the tensor high-water mark, and what the step adds on top of the
   // tensors that live across steps (activations, gradients, temporaries) per token.

@@ -1,5 +1,6 @@
 // Softmax attention builds every typed encoding through its one factory, and refuses the others.
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -158,34 +159,43 @@ void expect_same_parameters(const nn::Module& a, const nn::Module& b) {
   }
 }
 
+/// The layer built from `position` equals one given `encoding` drawn first from the same seed
+/// and then its projections: the table is drawn before the projections.
+void expect_drawn_before_projections(
+    uint64_t seed, const nn::PositionEncoding& position,
+    const std::function<std::shared_ptr<nn::RelativeAttentionEncoding>(Generator&)>& encoding) {
+  Generator g1(seed), g2(seed);
+  nn::SoftmaxAttentionOptions custom = options_with(nn::NoPosition{}, true);
+  custom.custom_encoding = encoding(g2);  // first
+  const nn::SoftmaxAttention by_hand(custom, g2);
+  const nn::SoftmaxAttention typed(options_with(position, true), g1);
+  expect_same_parameters(typed, by_hand);
+}
+
 TEST(SoftmaxPosition, TablesDrawBeforeTheProjectionsAndT5After) {
   // Shaw, XL and skew draw their tables first, then the layer its projections; T5 draws its
   // table after the projections (the orders models have always used).
-  {
-    Generator g1(3), g2(3);
+  expect_drawn_before_projections(3, nn::ShawPosition{}, [](Generator& gen) {
     nn::ShawOptions so;
     so.head_dim = 4;
     so.dtype = DType::kF64;
-    auto shaw = std::make_shared<nn::ShawRelativeEncoding>(so, g2);  // first
-    nn::SoftmaxAttentionOptions custom = options_with(nn::NoPosition{}, true);
-    custom.custom_encoding = shaw;
-    const nn::SoftmaxAttention by_hand(custom, g2);
-    const nn::SoftmaxAttention typed(options_with(nn::ShawPosition{}, true), g1);
-    expect_same_parameters(typed, by_hand);
-  }
-  {
-    Generator g1(4), g2(4);
+    return std::make_shared<nn::ShawRelativeEncoding>(so, gen);
+  });
+  expect_drawn_before_projections(4, nn::TransformerXlPosition{}, [](Generator& gen) {
     nn::RelativeXlOptions xo;
     xo.heads = 2;
     xo.head_dim = 4;
     xo.dtype = DType::kF64;
-    auto xl = std::make_shared<nn::RelativeXlEncoding>(xo, g2);  // first
-    nn::SoftmaxAttentionOptions custom = options_with(nn::NoPosition{}, true);
-    custom.custom_encoding = xl;
-    const nn::SoftmaxAttention by_hand(custom, g2);
-    const nn::SoftmaxAttention typed(options_with(nn::TransformerXlPosition{}, true), g1);
-    expect_same_parameters(typed, by_hand);
-  }
+    return std::make_shared<nn::RelativeXlEncoding>(xo, gen);
+  });
+  expect_drawn_before_projections(6, nn::SkewPosition{}, [](Generator& gen) {
+    nn::SkewOptions ko;
+    ko.head_dim = 4;
+    ko.heads = 2;
+    ko.max_len = 512;
+    ko.dtype = DType::kF64;
+    return std::make_shared<nn::SkewRelativeEncoding>(ko, gen);
+  });
   {
     Generator g1(5), g2(5);
     nn::T5BiasOptions to;
