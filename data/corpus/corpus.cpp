@@ -160,6 +160,29 @@ std::string Corpus::read_text(std::string_view split) const {
   return std::string(cut_by_characters(bytes, from.percent_begin, from.percent_end));
 }
 
+void Corpus::for_each_text_piece(std::string_view split, size_t max_piece_bytes,
+                                 const std::function<void(std::string_view piece)>& visit) const {
+  ROTA_CHECK(max_piece_bytes > 0, "data: for_each_text_piece needs max_piece_bytes > 0");
+  const std::string text = read_text(split);
+  const std::string_view all(text);
+  size_t begin = 0;
+  while (begin < all.size()) {
+    size_t end = all.size();
+    if (all.size() - begin > max_piece_bytes) {
+      // The last line end within the limit; a longer line goes whole to its first end.
+      const size_t within = all.rfind('\n', begin + max_piece_bytes - 1);
+      if (within != std::string_view::npos && within >= begin) {
+        end = within + 1;
+      } else {
+        const size_t next = all.find('\n', begin + max_piece_bytes);
+        end = next == std::string_view::npos ? all.size() : next + 1;
+      }
+    }
+    visit(all.substr(begin, end - begin));
+    begin = end;
+  }
+}
+
 TsvSplit Corpus::tsv_split(std::string_view split) const {
   ROTA_CHECK(format_ == CorpusFormat::kTsv, "data: corpus {} is a text corpus; use read_text('{}')",
              name_, split);

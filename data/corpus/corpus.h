@@ -1,7 +1,9 @@
 // A corpus opened by registered name or local path: its splits and where their bytes come from.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +46,13 @@ class Corpus {
   bool has_split(std::string_view split) const;
   /// The text of a split of a text corpus.
   std::string read_text(std::string_view split) const;
+  /// The text of a split of a text corpus in pieces, in order: each piece ends just after a
+  /// '\n' (except the last), and is at most max_piece_bytes long unless one line is longer.
+  /// The pieces joined are read_text(split). Line-separable tokenizers (Tokenizer::encode)
+  /// give the same ids piece by piece as for the whole text, which is what lets a large corpus
+  /// be tokenised in parallel and without holding it whole.
+  void for_each_text_piece(std::string_view split, size_t max_piece_bytes,
+                           const std::function<void(std::string_view piece)>& visit) const;
   /// The file of a split of a TSV corpus.
   TsvSplit tsv_split(std::string_view split) const;
   /// TSV corpora: the default text columns and label column ({"sentence"}, "label").

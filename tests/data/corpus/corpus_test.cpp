@@ -237,6 +237,38 @@ TEST(Corpus, LocalDirectoryOfTextFilesIsJoinedAndCutByCharacters) {
   EXPECT_EQ(test, "é");
 }
 
+TEST(Corpus, TextPiecesEndAtLineEndsAndJoinToTheSplit) {
+  TempDir root;
+  const std::string text = "ab\ncdefgh\ni\n\njklmnopqrstu\nv";
+  write_bytes(root / "p/train.txt", text);
+  const Corpus corpus = Corpus::open((root / "p").string(), DataOptions{});
+  for (size_t limit : {1, 2, 3, 5, 8, 100}) {
+    std::vector<std::string> pieces;
+    corpus.for_each_text_piece("train", limit,
+                               [&](std::string_view piece) { pieces.emplace_back(piece); });
+    std::string joined;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      joined += pieces[i];
+      EXPECT_FALSE(pieces[i].empty());
+      if (i + 1 < pieces.size()) EXPECT_EQ(pieces[i].back(), '\n') << "limit " << limit;
+      // Longer than the limit only when the piece is one line.
+      if (pieces[i].size() > limit) {
+        const size_t first_end = pieces[i].find('\n');
+        EXPECT_TRUE(first_end == std::string::npos || first_end == pieces[i].size() - 1)
+            << "limit " << limit << " piece '" << pieces[i] << "'";
+      }
+    }
+    EXPECT_EQ(joined, text) << "limit " << limit;
+  }
+  std::vector<std::string> big;
+  corpus.for_each_text_piece("train", 100, [&](std::string_view p) { big.emplace_back(p); });
+  EXPECT_EQ(big, std::vector<std::string>{text});
+  std::vector<std::string> by_eight;
+  corpus.for_each_text_piece("train", 8, [&](std::string_view p) { by_eight.emplace_back(p); });
+  EXPECT_EQ(by_eight,
+            (std::vector<std::string>{"ab\n", "cdefgh\n", "i\n\n", "jklmnopqrstu\n", "v"}));
+}
+
 TEST(TextSplit, HoldOutTailByCharacters) {
   const std::string text = "abcdefghi\xC3\xA9";  // 10 characters, the last one two bytes
   const auto [head, tail] = hold_out_tail(text, 0.1);
