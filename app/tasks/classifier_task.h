@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "app/tasks/task.h"
 #include "data/dataset/classification_dataset.h"
@@ -19,6 +20,8 @@ class ClassifierTask : public Task {
   explicit ClassifierTask(TaskInputs inputs);
   nn::Module& model() override { return *model_; }
   models::Classifier& classifier() { return *model_; }
+  /// The name of each class id, in id order (the label text of the data).
+  std::vector<std::string> label_names() const;
   train::MicroBatch next_micro_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
 
