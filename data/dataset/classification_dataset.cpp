@@ -36,6 +36,10 @@ ClassificationDataset::ClassificationDataset(const TsvTable& table, const Tokeni
       pad_to_max_length_(options.pad_to_max_length) {
   const size_t texts = options.text_columns.size();
   ROTA_CHECK(texts == 1 || texts == 2, "classification: 1 or 2 text columns, got {}", texts);
+  if (options.add_cls) tokenizer.specials().require(SpecialToken::kCls, "classification");
+  if (texts == 2 && options.add_sep) {
+    tokenizer.specials().require(SpecialToken::kSep, "classification");
+  }
   std::vector<int64_t> columns;
   for (const std::string& name : options.text_columns) columns.push_back(table.column(name));
   const int64_t label_column = labeled_ ? table.column(options.label_column) : -1;

@@ -6,9 +6,13 @@
 namespace rota::data {
 
 void TextCheck::invalid(unsigned char byte) const {
-  fail("data: {}:{}:{}: byte 0x{:02X} is not valid UTF-8; the data must be UTF-8 text (convert "
-       "it, e.g. `iconv -f LATIN1 -t UTF-8`)",
-       file_, line_, column_, byte);
+  std::string bytes;
+  for (const char c : sequence_) bytes += fmt::format("0x{:02X} ", static_cast<unsigned char>(c));
+  bytes += fmt::format("0x{:02X}", byte);
+  fail("data: {}:{}:{}: {} {} {} not valid UTF-8; the data must be UTF-8 text (convert it, e.g. "
+       "`iconv -f LATIN1 -t UTF-8`)",
+       file_, line_, column_, sequence_.empty() ? "byte" : "bytes", bytes,
+       sequence_.empty() ? "is" : "are");
 }
 
 void TextCheck::feed(std::string_view bytes) {
@@ -18,7 +22,11 @@ void TextCheck::feed(std::string_view bytes) {
       if (byte < low_ || byte > high_) invalid(byte);
       low_ = 0x80;
       high_ = 0xBF;
-      if (--pending_ == 0) ++column_;
+      sequence_.push_back(ch);
+      if (--pending_ == 0) {
+        ++column_;
+        sequence_.clear();
+      }
       continue;
     }
     if (byte == 0) {
@@ -31,7 +39,7 @@ void TextCheck::feed(std::string_view bytes) {
       } else {
         ++column_;
       }
-    } else if (byte >= 0xC2 && byte <= 0xDF) {
+    } else if (sequence_.assign(1, ch); byte >= 0xC2 && byte <= 0xDF) {
       pending_ = 1;
     } else if (byte >= 0xE0 && byte <= 0xEF) {
       pending_ = 2;
@@ -42,6 +50,7 @@ void TextCheck::feed(std::string_view bytes) {
       if (byte == 0xF0) low_ = 0x90;   // no overlongs
       if (byte == 0xF4) high_ = 0x8F;  // nothing above U+10FFFF
     } else {
+      sequence_.clear();
       invalid(byte);
     }
   }

@@ -20,6 +20,7 @@ class TextCheck {
 
  private:
   [[noreturn]] void invalid(unsigned char byte) const;
+  std::string sequence_;  // the bytes of the pending sequence
 
   std::string file_;
   int64_t line_ = 1;
