@@ -1,8 +1,8 @@
 // Validation of a recipe: ranges, cross-field rules and fields that do not apply.
 #include "recipes/validate.h"
 
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <set>
 
@@ -365,7 +365,8 @@ void check_files(Checker& check, const Recipe& recipe) {
   }
   if (files.has_valid() && files.valid().empty()) check.fail(path + ".valid", "must not be empty");
   if (files.has_test() && files.test().empty()) check.fail(path + ".test", "must not be empty");
-  if (!files.has_valid()) check.open_unit_interval(path + ".valid_fraction", files.valid_fraction());
+  if (!files.has_valid())
+    check.open_unit_interval(path + ".valid_fraction", files.valid_fraction());
   const bool text_format = files.format() == Files::TEXT;
   if (classifier && text_format) {
     check.fail(path + ".format",
@@ -396,9 +397,10 @@ void check_files(Checker& check, const Recipe& recipe) {
     if (files.has_text_pair_field() &&
         (files.text_pair_field().empty() || files.text_pair_field() == files.text_field() ||
          files.text_pair_field() == files.label_field())) {
-      check.fail(path + ".text_pair_field", "must be a field other than text_field and "
-                                            "label_field (got '" +
-                                                files.text_pair_field() + "')");
+      check.fail(path + ".text_pair_field",
+                 "must be a field other than text_field and "
+                 "label_field (got '" +
+                     files.text_pair_field() + "')");
     }
   }
   std::set<std::string> seen;
@@ -410,9 +412,9 @@ void check_files(Checker& check, const Recipe& recipe) {
   }
   if (classifier && files.labels_size() > 0 && model.classifier().has_num_classes() &&
       model.classifier().num_classes() != files.labels_size()) {
-    check.fail("model.classifier.num_classes",
-               num(model.classifier().num_classes()) + " classes, but data.files.labels lists " +
-                   num(files.labels_size()));
+    check.fail("model.classifier.num_classes", num(model.classifier().num_classes()) +
+                                                   " classes, but data.files.labels lists " +
+                                                   num(files.labels_size()));
   }
 }
 

@@ -1,4 +1,5 @@
-// Classifier task: padded TSV or data.files examples (labels mapped by name), cross-entropy over classes, accuracy and MCC.
+// Classifier task: padded TSV or data.files examples (labels mapped by name), cross-entropy over
+// classes, accuracy and MCC.
 #include "app/tasks/classifier_task.h"
 #include <filesystem>
 
@@ -7,8 +8,8 @@
 
 #include "data/dataset/batch.h"
 #include "data/dataset/file_examples.h"
-#include "framework/base/file_io.h"
 #include "framework/autograd/ops/loss.h"
+#include "framework/base/file_io.h"
 #include "framework/distributed/sharded_sums.h"
 #include "framework/io/log.h"
 #include "framework/train/classification_metrics.h"
@@ -94,8 +95,8 @@ data::ClassificationDataset ClassifierTask::make_dataset(const std::string& spli
     options.text_columns = {"text"};
     if (!files->spec().fields.text_pair.empty()) options.text_columns.push_back("text_pair");
     options.label_column = "label";
-    return data::ClassificationDataset(data::file_examples(*files, split, label_map()),
-                                       tokenizer(), options);
+    return data::ClassificationDataset(data::file_examples(*files, split, label_map()), tokenizer(),
+                                       options);
   }
   if (!recipe().data().has_tsv()) {
     options.text_columns = corpus().text_columns();

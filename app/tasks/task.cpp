@@ -61,8 +61,8 @@ Task::~Task() = default;
 
 const data::Corpus& Task::corpus() {
   if (!corpus_) {
-    corpus_ = std::make_unique<data::Corpus>(
-        open_recipe_corpus(inputs_.recipe, inputs_.data_options));
+    corpus_ =
+        std::make_unique<data::Corpus>(open_recipe_corpus(inputs_.recipe, inputs_.data_options));
   }
   return *corpus_;
 }

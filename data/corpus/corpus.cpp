@@ -109,7 +109,8 @@ Corpus Corpus::open(std::string_view name_or_path, const DataOptions& options) {
       }
       if (files.empty()) {
         for (const char* name : {"train.jsonl", "train.ndjson", "train.json", "train.csv"}) {
-          if (is_file(path / name)) refuse_structured_as_text(path / name, "a text corpus directory");
+          if (is_file(path / name))
+            refuse_structured_as_text(path / name, "a text corpus directory");
         }
       }
       ROTA_CHECK(!files.empty(),

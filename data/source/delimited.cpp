@@ -80,9 +80,10 @@ void DelimitedReader::take(char c) {
       } else if (c == '\r') {
         state_ = State::kCarriageReturn;  // only CRLF may follow; '\r' + other is refused below
       } else {
-        fail("data: {}:{}: '{}' after the closing quote of a field (a quote inside a quoted field "
-             "is written twice: \"\")",
-             file_, line_, c);
+        fail(
+            "data: {}:{}: '{}' after the closing quote of a field (a quote inside a quoted field "
+            "is written twice: \"\")",
+            file_, line_, c);
       }
       return;
   }

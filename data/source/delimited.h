@@ -39,9 +39,9 @@ class DelimitedReader {
   State state_ = State::kFieldStart;
   std::vector<std::string> fields_;
   std::string field_;
-  bool quoted_ = false;        // the current field was quoted
-  bool record_open_ = false;   // a byte of the current record has been seen
-  int64_t line_ = 1;           // physical line of the next byte
+  bool quoted_ = false;       // the current field was quoted
+  bool record_open_ = false;  // a byte of the current record has been seen
+  int64_t line_ = 1;          // physical line of the next byte
   int64_t record_line_ = 1;
   int64_t field_line_ = 1;
   size_t record_bytes_ = 0;

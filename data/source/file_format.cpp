@@ -55,14 +55,16 @@ void refuse_structured_as_text(const std::filesystem::path& file, std::string_vi
   if (extension == ".jsonl" || extension == ".ndjson" || extension == ".json") {
     fail(
         "data: {} is JSON, but {} reads running text: training would learn the JSON syntax. Use "
-        "`data {{ files {{ train: \"{}\" format: JSONL text_field: \"text\" }} }}` (the key holding "
+        "`data {{ files {{ train: \"{}\" format: JSONL text_field: \"text\" }} }}` (the key "
+        "holding "
         "the text), or rename the file if it really is plain text",
         file.string(), source, file.string());
   }
   if (extension == ".csv" || extension == ".tsv") {
     fail(
         "data: {} is {} data, but {} reads running text: training would learn the delimiters and "
-        "quotes. Use `data {{ files {{ train: \"{}\" format: {} text_field: \"<column>\" }} }}`, or "
+        "quotes. Use `data {{ files {{ train: \"{}\" format: {} text_field: \"<column>\" }} }}`, "
+        "or "
         "rename the file if it really is plain text",
         file.string(), extension == ".csv" ? "CSV" : "TSV", source, file.string(),
         extension == ".csv" ? "CSV" : "TSV");

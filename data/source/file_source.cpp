@@ -173,14 +173,15 @@ std::string FileSource::describe(std::string_view name) const {
   }
   if (s.files.size() > 3) text += fmt::format(" and {} more", s.files.size() - 3);
   if (name == "valid" && spec_.valid.empty()) {
-    return fmt::format("valid (the last {} of the training records of {})",
-                       spec_.valid_fraction, text);
+    return fmt::format("valid (the last {} of the training records of {})", spec_.valid_fraction,
+                       text);
   }
   return fmt::format("{} ({})", name, text);
 }
 
 void FileSource::scan_files(const Split& s, const UnitVisit& visit) const {
-  for (size_t i = 0; i < s.files.size(); ++i) scan_file(s.files[i], s.formats[i], spec_.fields, visit);
+  for (size_t i = 0; i < s.files.size(); ++i)
+    scan_file(s.files[i], s.formats[i], spec_.fields, visit);
 }
 
 int64_t FileSource::training_records() const {
@@ -196,9 +197,8 @@ void FileSource::for_each_unit(std::string_view name, const UnitVisit& visit) co
   const bool held_out = spec_.valid.empty() && (name == "train" || name == "valid");
   if (!held_out) return scan_files(split(name), visit);
   const int64_t n = training_records();
-  const int64_t valid =
-      std::max<int64_t>(1, static_cast<int64_t>(std::floor(static_cast<double>(n) *
-                                                           spec_.valid_fraction)));
+  const int64_t valid = std::max<int64_t>(
+      1, static_cast<int64_t>(std::floor(static_cast<double>(n) * spec_.valid_fraction)));
   ROTA_CHECK(n - valid >= 1,
              "data: the training files ({}) have {} records, too few to hold out a validation "
              "split; give data.files.valid",

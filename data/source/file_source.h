@@ -72,12 +72,12 @@ class FileSource {
   };
   const Split& split(std::string_view name) const;
   // The split's records with the text each adds to the LM stream.
-  void for_each_unit(std::string_view split,
-                     const std::function<void(const TextRecord&, std::string_view stream)>& visit)
-      const;
-  void scan_files(const Split& split, const std::function<void(const TextRecord&,
-                                                               std::string_view stream)>& visit)
-      const;
+  void for_each_unit(
+      std::string_view split,
+      const std::function<void(const TextRecord&, std::string_view stream)>& visit) const;
+  void scan_files(
+      const Split& split,
+      const std::function<void(const TextRecord&, std::string_view stream)>& visit) const;
   int64_t training_records() const;
 
   FileSourceSpec spec_;

@@ -17,7 +17,8 @@ const json* find_field(const json& object, const std::string& name) {
   size_t pos = 0;
   while (true) {
     const size_t dot = name.find('.', pos);
-    const std::string key = name.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
+    const std::string key =
+        name.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
     if (!at->is_object()) return nullptr;
     const auto it = at->find(key);
     if (it == at->end()) return nullptr;
@@ -52,8 +53,8 @@ std::optional<TextRecord> parse_jsonl_line(std::string_view line, const RecordFi
   try {
     object = json::parse(line);
   } catch (const json::exception& e) {
-    fail("data: {}:{}: not valid JSON ({}); a JSON Lines file holds one JSON object per line",
-         file, line_number, e.what());
+    fail("data: {}:{}: not valid JSON ({}); a JSON Lines file holds one JSON object per line", file,
+         line_number, e.what());
   }
   ROTA_CHECK(object.is_object(), "data: {}:{}: the line is a JSON {}, not an object", file,
              line_number, object.type_name());
@@ -64,7 +65,8 @@ std::optional<TextRecord> parse_jsonl_line(std::string_view line, const RecordFi
   if (!fields.text_pair.empty()) {
     record.text_pair = field_value(object, fields.text_pair, false, file, line_number);
   }
-  if (!fields.label.empty()) record.label = field_value(object, fields.label, true, file, line_number);
+  if (!fields.label.empty())
+    record.label = field_value(object, fields.label, true, file, line_number);
   return record;
 }
 

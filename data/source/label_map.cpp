@@ -45,8 +45,8 @@ LabelMap LabelMap::from_names(std::vector<std::string> names) {
   return map;
 }
 
-LabelMap LabelMap::from_training_labels(const std::vector<std::string>& labels,
-                                        int64_t num_classes, std::string_view source) {
+LabelMap LabelMap::from_training_labels(const std::vector<std::string>& labels, int64_t num_classes,
+                                        std::string_view source) {
   ROTA_CHECK(num_classes >= 2, "labels: num_classes {} < 2", num_classes);
   const bool numeric = std::all_of(labels.begin(), labels.end(), [&](const std::string& label) {
     return is_class_number(label, num_classes);

@@ -24,7 +24,8 @@ void for_each_block(const std::filesystem::path& file, size_t block_bytes,
 class LineSplitter {
  public:
   using Emit = std::function<void(std::string_view line)>;
-  LineSplitter(std::string source, Emit emit) : source_(std::move(source)), emit_(std::move(emit)) {}
+  LineSplitter(std::string source, Emit emit)
+      : source_(std::move(source)), emit_(std::move(emit)) {}
   void feed(std::string_view bytes);
   void finish();
   /// Bytes fed so far end with '\n' (or nothing was fed).

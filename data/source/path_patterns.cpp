@@ -129,9 +129,11 @@ std::vector<fs::path> expand_split_paths(std::string_view spec, FileFormat forma
     return files;
   }
   const fs::path path(spec);
-  ROTA_CHECK(fs::exists(path, error), "data: {}: '{}' does not exist (a file, a directory or a "
+  ROTA_CHECK(fs::exists(path, error),
+             "data: {}: '{}' does not exist (a file, a directory or a "
              "glob pattern such as \"corpus/*.txt\"; relative paths start at the working "
-             "directory {})", what, spec, fs::current_path().string());
+             "directory {})",
+             what, spec, fs::current_path().string());
   if (fs::is_directory(path, error)) {
     for (const auto& entry : fs::directory_iterator(path, error)) {
       if (entry.is_regular_file() && !is_hidden(entry.path()) &&
@@ -142,7 +144,7 @@ std::vector<fs::path> expand_split_paths(std::string_view spec, FileFormat forma
     std::sort(files.begin(), files.end());
     ROTA_CHECK(!files.empty(), "data: {}: directory '{}' has no {} files ({})", what, spec,
                file_format_name(format),
-               format == FileFormat::kAuto ? ".txt .text .jsonl .ndjson .csv .tsv"
+               format == FileFormat::kAuto    ? ".txt .text .jsonl .ndjson .csv .tsv"
                : format == FileFormat::kText  ? ".txt .text"
                : format == FileFormat::kJsonl ? ".jsonl .ndjson"
                : format == FileFormat::kCsv   ? ".csv"

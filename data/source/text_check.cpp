@@ -9,10 +9,11 @@ void TextCheck::invalid(unsigned char byte) const {
   std::string bytes;
   for (const char c : sequence_) bytes += fmt::format("0x{:02X} ", static_cast<unsigned char>(c));
   bytes += fmt::format("0x{:02X}", byte);
-  fail("data: {}:{}:{}: {} {} {} not valid UTF-8; the data must be UTF-8 text (convert it, e.g. "
-       "`iconv -f LATIN1 -t UTF-8`)",
-       file_, line_, column_, sequence_.empty() ? "byte" : "bytes", bytes,
-       sequence_.empty() ? "is" : "are");
+  fail(
+      "data: {}:{}:{}: {} {} {} not valid UTF-8; the data must be UTF-8 text (convert it, e.g. "
+      "`iconv -f LATIN1 -t UTF-8`)",
+      file_, line_, column_, sequence_.empty() ? "byte" : "bytes", bytes,
+      sequence_.empty() ? "is" : "are");
 }
 
 void TextCheck::feed(std::string_view bytes) {

@@ -25,7 +25,7 @@ class TextCheck {
   std::string file_;
   int64_t line_ = 1;
   int64_t column_ = 1;
-  int pending_ = 0;  // continuation bytes still expected
+  int pending_ = 0;                         // continuation bytes still expected
   unsigned char low_ = 0x80, high_ = 0xBF;  // range of the next continuation byte
 };
 

@@ -12,7 +12,7 @@ struct TextRecord {
   std::string text_pair;  // empty when no text_pair_field
   std::string label;      // empty when no label_field
   std::string file;
-  int64_t line = 0;  // 1-based line where the record starts
+  int64_t line = 0;        // 1-based line where the record starts
   bool text_file = false;  // a line of a TEXT file (no fields)
 
   std::string origin() const { return file + ":" + std::to_string(line); }

@@ -208,7 +208,8 @@ const Rule kRules[] = {
      "model.classifier.num_classes: cola has 2 classes (got 3)"},
     {"classifier_needs_tsv",
      {"model.kind=CLASSIFIER", "model.classifier.num_classes=2"},
-     "data.corpus: a CLASSIFIER needs labelled TSV data (corpus sst-2 or cola, or tsv_dir, or files), not "
+     "data.corpus: a CLASSIFIER needs labelled TSV data (corpus sst-2 or cola, or tsv_dir, or "
+     "files), not "
      "running text"},
     {"classifier_needs_tsv_not_text_dir",
      {"model.kind=CLASSIFIER", "model.classifier.num_classes=2", "data.text_dir=/tmp/text"},

@@ -31,10 +31,10 @@ TEST(Delimited, QuotedFieldsHoldDelimitersQuotesAndLineBreaks) {
       "\"great, really\",pos\r\n"
       "\"she said \"\"no\"\"\",neg\r\n"
       "\"two\r\nlines\nthree\",pos\r\n"
-      "\r\n"                      // a blank line is skipped
+      "\r\n"                          // a blank line is skipped
       "plain \"quote\" inside,neg\n"  // a bare quote in an unquoted field is kept
-      ",\n"                       // two empty fields
-      "last,pos";                 // no final line break
+      ",\n"                           // two empty fields
+      "last,pos";                     // no final line break
   const std::vector<Row> expected = {
       {{"text", "label"}, 1},
       {{"great, really", "pos"}, 2},

@@ -24,7 +24,8 @@ std::vector<TextRecord> records(const FileSource& files, const std::string& spli
   return all;
 }
 
-std::vector<std::string> pieces(const std::function<void(const std::function<void(std::string_view)>&)>& run) {
+std::vector<std::string> pieces(
+    const std::function<void(const std::function<void(std::string_view)>&)>& run) {
   std::vector<std::string> all;
   run([&](std::string_view piece) { all.emplace_back(piece); });
   return all;
@@ -103,7 +104,7 @@ TEST(FileSource, CsvWithStringLabelsBecomesExamples) {
   const std::vector<TextExample> train = file_examples(files, "train", &labels);
   ASSERT_EQ(train.size(), 3u);
   EXPECT_EQ(train[1].text, "bad\nreally \"bad\"");
-  EXPECT_EQ(train[1].label, 0);  // neg < pos
+  EXPECT_EQ(train[1].label, 0);                                      // neg < pos
   EXPECT_EQ(train[2].origin, (root / "train.csv").string() + ":5");  // after a 2-line record
   // Columns are found by header name in every file; a label outside the map names file:line.
   expect_error([&] { file_examples(files, "valid", &labels); },
@@ -128,7 +129,8 @@ TEST(FileSource, BadContentAndEmptySplitsAreRefusedWithFileAndLine) {
     FileSource(spec).check_all();
   };
   expect_error([&] { check("ok.txt", "nul.txt"); }, {"nul.txt:2:5", "NUL byte"});
-  expect_error([&] { check("ok.txt", "latin1.txt"); }, {"latin1.txt:1:4", "bytes 0xE9 0x0A are not valid UTF-8"});
+  expect_error([&] { check("ok.txt", "latin1.txt"); },
+               {"latin1.txt:1:4", "bytes 0xE9 0x0A are not valid UTF-8"});
   expect_error([&] { check("ok.txt", "empty.jsonl"); }, {"valid", "empty.jsonl", "no records"});
   expect_error([&] { check("short.csv", "ok.txt"); }, {"short.csv:2", "3 fields", "header has 2"});
   expect_error([&] { check("ok.txt", "missing.txt"); }, {"data.files.valid", "does not exist"});
@@ -157,7 +159,8 @@ TEST(CorpusStreaming, LocalPiecesMatchTheWholeTextForEveryCut) {
   TempDir root;
   // Two files, the first without a final newline, multi-byte characters and a stray byte.
   std::string first;
-  for (int i = 0; i < 300; ++i) first += (i % 7 == 0 ? "é€" : "ab") + std::string(i % 5, 'x') + "\n";
+  for (int i = 0; i < 300; ++i)
+    first += (i % 7 == 0 ? "é€" : "ab") + std::string(i % 5, 'x') + "\n";
   first += "no newline \xFF";
   write_bytes(root / "d/a.txt", first);
   write_bytes(root / "d/b.txt", "second file\n\n€€€\n");

@@ -29,8 +29,11 @@ TEST(LabelMap, DerivedFromTrainingLabels) {
   // "10" sorts before "9" as a string; integer labels are never sorted as strings.
   const LabelMap ten = LabelMap::from_training_labels({"9", "10", "0"}, 11, "train");
   EXPECT_EQ(ten.id("10", "x"), 10);
-  expect_error([] { LabelMap::from_training_labels({"neg", "pos", "neutral"}, 2, "train (a.csv)"); },
-               {"train (a.csv) has 3 distinct labels", "num_classes is 2"});
+  expect_error(
+      [] {
+        LabelMap::from_training_labels({"neg", "pos", "neutral"}, 2, "train (a.csv)");
+      },
+      {"train (a.csv) has 3 distinct labels", "num_classes is 2"});
 }
 
 TEST(LabelMap, JsonRoundTrip) {

@@ -51,9 +51,9 @@ TEST(FileFormat, ByExtensionAndRefusals) {
 
 TEST(ExpandSplitPaths, FileDirectoryAndPatterns) {
   TempDir root;
-  for (const char* name : {"c/b.txt", "c/a.txt", "c/notes.md", "c/.hidden.txt", "c/sub/z.txt",
-                           "j/2.jsonl", "j/1.jsonl", "j/x.csv", "k/p1/a.txt", "k/p2/a.txt",
-                           "k/q/a.txt"}) {
+  for (const char* name :
+       {"c/b.txt", "c/a.txt", "c/notes.md", "c/.hidden.txt", "c/sub/z.txt", "j/2.jsonl",
+        "j/1.jsonl", "j/x.csv", "k/p1/a.txt", "k/p2/a.txt", "k/q/a.txt"}) {
     write_bytes(root / name, "x\n");
   }
   const fs::path c = root / "c";
@@ -79,10 +79,12 @@ TEST(ExpandSplitPaths, FileDirectoryAndPatterns) {
             (std::vector<fs::path>{"c/a.txt", "c/b.txt"}));
   fs::current_path(old);
 
-  expect_error([&] { expand_split_paths((c / "*.jsonl").string(), FileFormat::kAuto, "data.files.train"); },
-               {"data.files.train", "matches no file"});
-  expect_error([&] { expand_split_paths((c / "nope.txt").string(), FileFormat::kAuto, "data.files.valid"); },
-               {"data.files.valid", "nope.txt", "does not exist"});
+  expect_error(
+      [&] { expand_split_paths((c / "*.jsonl").string(), FileFormat::kAuto, "data.files.train"); },
+      {"data.files.train", "matches no file"});
+  expect_error(
+      [&] { expand_split_paths((c / "nope.txt").string(), FileFormat::kAuto, "data.files.valid"); },
+      {"data.files.valid", "nope.txt", "does not exist"});
   expect_error([&] { expand_split_paths(c.string(), FileFormat::kCsv, "data.files.test"); },
                {"data.files.test", "has no CSV files"});
 }

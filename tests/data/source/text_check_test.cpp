@@ -30,11 +30,13 @@ TEST(TextCheck, NulAndMalformedBytesAreNamedByLineAndColumn) {
                  {"f.txt:3:2", "byte 0xFF is not valid UTF-8"});
   }
   expect_error([] { check_in_chunks("\xC0\xAF", 1); }, {"f.txt:1:1", "0xC0"});  // overlong
-  expect_error([] { check_in_chunks("\xE0\x80\x80", 1); }, {"0x80"});  // overlong 3-byte
-  expect_error([] { check_in_chunks("a\xED\xA0\x80", 1); }, {"f.txt:1:2", "bytes 0xED 0xA0 are not"});  // surrogate
+  expect_error([] { check_in_chunks("\xE0\x80\x80", 1); }, {"0x80"});           // overlong 3-byte
+  expect_error([] { check_in_chunks("a\xED\xA0\x80", 1); },
+               {"f.txt:1:2", "bytes 0xED 0xA0 are not"});                  // surrogate
   expect_error([] { check_in_chunks("\xF4\x90\x80\x80", 1); }, {"0x90"});  // > U+10FFFF
   expect_error([] { check_in_chunks("ok\xE2\x82", 1); }, {"f.txt:1:3", "ends inside"});
-  expect_error([] { check_in_chunks("\xE2\x82x", 3); }, {"bytes 0xE2 0x82 0x78"});  // truncated sequence
+  expect_error([] { check_in_chunks("\xE2\x82x", 3); },
+               {"bytes 0xE2 0x82 0x78"});  // truncated sequence
 }
 
 }  // namespace
