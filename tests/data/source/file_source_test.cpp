@@ -2,6 +2,11 @@
 // records, content checks naming file:line, and streaming pieces of local corpora.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <fstream>
+
 #include "data/corpus/corpus.h"
 #include "data/corpus/symbol_search.h"
 #include "data/dataset/file_examples.h"
@@ -192,6 +197,48 @@ TEST(CorpusStreaming, LocalPiecesMatchTheWholeTextForEveryCut) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace rota::data
+
+namespace rota::data {
+namespace {
+
+int64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux: kilobytes
+}
+
+TEST(CorpusStreaming, MemoryDoesNotGrowWithTheFile) {
+  TempDir root;
+  constexpr int64_t kLines = 1000000;  // 100 MB
+  constexpr int64_t kFileBytes = kLines * 100;
+  fs::create_directories(root / "big");
+  {
+    std::ofstream out(root / "big/train.txt", std::ios::binary);
+    const std::string line = std::string(99, 'x') + "\n";
+    for (int64_t i = 0; i < kLines; ++i) out << line;
+  }
+  const int64_t before = peak_rss_bytes();
+  FileSourceSpec spec;
+  spec.train = (root / "big/train.txt").string();
+  spec.valid = spec.train;
+  const Corpus local = Corpus::open((root / "big").string(), DataOptions{});
+  const Corpus files = Corpus::open_files(spec);
+  for (const Corpus* corpus : {&local, &files}) {
+    int64_t total = 0;
+    size_t largest = 0;
+    corpus->for_each_text_piece("train", size_t{1} << 20, [&](std::string_view piece) {
+      total += static_cast<int64_t>(piece.size());
+      largest = std::max(largest, piece.size());
+    });
+    EXPECT_EQ(total, kFileBytes);
+    EXPECT_LE(largest, size_t{1} << 20);
+  }
+  // Holding the file whole would raise the peak by ~100 MB.
+  EXPECT_LT(peak_rss_bytes() - before, int64_t{24} << 20);
 }
 
 }  // namespace
