@@ -355,6 +355,13 @@ std::string lower_extension(const std::string& path) {
   return extension;
 }
 
+/// A data file that is not running text: .jsonl .ndjson .json .csv .tsv.
+bool structured_extension(const std::string& path) {
+  const std::string extension = lower_extension(path);
+  return extension == ".jsonl" || extension == ".ndjson" || extension == ".json" ||
+         extension == ".csv" || extension == ".tsv";
+}
+
 void check_files(Checker& check, const Recipe& recipe) {
   const Files& files = recipe.data().files();
   const Model& model = recipe.model();
@@ -368,6 +375,19 @@ void check_files(Checker& check, const Recipe& recipe) {
   if (!files.has_valid())
     check.open_unit_interval(path + ".valid_fraction", files.valid_fraction());
   const bool text_format = files.format() == Files::TEXT;
+  if (text_format) {
+    for (const auto& [field, value] :
+         {std::pair<const char*, const std::string&>{"train", files.train()},
+          {"valid", files.valid()},
+          {"test", files.test()}}) {
+      if (structured_extension(value)) {
+        check.fail(path + "." + field, "'" + value +
+                                           "' is JSON/CSV/TSV data, but format TEXT reads running "
+                                           "text (training would learn its syntax); set format "
+                                           "JSONL, CSV or TSV and text_field");
+      }
+    }
+  }
   if (classifier && text_format) {
     check.fail(path + ".format",
                "a CLASSIFIER needs labelled records (JSONL, CSV or TSV), not TEXT files");
@@ -439,6 +459,12 @@ void check_data(Checker& check, const Recipe& recipe) {
     case Data::kTextDir:
       source_path = "data.text_dir";
       if (data.text_dir().empty()) check.fail(source_path, "must not be empty");
+      if (structured_extension(data.text_dir())) {
+        check.fail(source_path, "'" + data.text_dir() +
+                                    "' is JSON/CSV/TSV data, but text_dir reads running text "
+                                    "(training would learn its syntax); use data.files with "
+                                    "format JSONL, CSV or TSV and text_field");
+      }
       break;
     case Data::kTsvDir:
       source_path = "data.tsv_dir";

@@ -273,6 +273,12 @@ const Rule kRules[] = {
      {"model.kind=CLASSIFIER", "model.classifier.num_classes=2",
       "data.files={train: \"d/train.TXT\"}"},
      "data.files.train: 'd/train.TXT' is a text file, but a CLASSIFIER needs labelled records"},
+    {"files_text_refuses_structured_files",
+     {"data.files={train: \"a.txt\" valid: \"v.JSONL\" format: TEXT}"},
+     "data.files.valid: 'v.JSONL' is JSON/CSV/TSV data, but format TEXT reads running text"},
+    {"text_dir_refuses_jsonl",
+     {"data.text_dir=\"data/train.jsonl\""},
+     "data.text_dir: 'data/train.jsonl' is JSON/CSV/TSV data, but text_dir reads running text"},
     {"files_text_field_not_for_text",
      {"data.files={train: \"a.txt\" format: TEXT text_field: \"body\"}"},
      "data.files.text_field: does not apply: a TEXT file has no fields (for JSON Lines or CSV set "

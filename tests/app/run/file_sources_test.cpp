@@ -184,15 +184,25 @@ TEST(FileSources, CharacterMissingFromTheVocabularyIsRefusedBeforeTraining) {
   EXPECT_FALSE(fs::exists(tmp / "run/checkpoints")) << "refused before training";
 }
 
-TEST(FileSources, TextDirGivenAJsonLinesFileIsRefusedWithAHint) {
+TEST(FileSources, TextDirGivenJsonLinesIsRefusedWithAHint) {
   TempDir tmp;
-  write(tmp / "train.jsonl", "{\"text\": \"a\"}\n");
-  const std::string recipe = "version: 1\nmodel {\n  kind: CAUSAL_LM\n" + std::string(kModel) +
-                             "}\ndata {\n  text_dir: \"" + (tmp / "train.jsonl").string() +
-                             "\"\n  tokenizer { kind: BYTE }\n}\ntrain { steps: 1 }\n";
-  const auto [code, err] = train_run(tmp.path(), recipe);
+  write(tmp / "json/train.jsonl", "{\"text\": \"a\"}\n");
+  const auto recipe = [&](const fs::path& text_dir) {
+    return "version: 1\nmodel {\n  kind: CAUSAL_LM\n" + std::string(kModel) +
+           "}\ndata {\n  text_dir: \"" + text_dir.string() +
+           "\"\n  tokenizer { kind: BYTE }\n}\ntrain { steps: 1 }\n";
+  };
+  // The file itself: the recipe is refused, at the field.
+  auto [code, err] = train_run(tmp.path(), recipe(tmp / "json/train.jsonl"));
+  EXPECT_EQ(code, kExitUsage);
+  EXPECT_NE(err.find("data.text_dir: '" + (tmp / "json/train.jsonl").string() +
+                     "' is JSON/CSV/TSV data, but text_dir reads running text"),
+            std::string::npos)
+      << err;
+  // A directory holding only train.jsonl: refused when the data is opened.
+  std::tie(code, err) = train_run(tmp.path(), recipe(tmp / "json"));
   EXPECT_EQ(code, kExitFailure);
-  EXPECT_NE(err.find("train.jsonl is JSON, but data.text_dir reads running text"),
+  EXPECT_NE(err.find("train.jsonl is JSON, but a text corpus directory reads running text"),
             std::string::npos)
       << err;
   EXPECT_NE(err.find("format: JSONL"), std::string::npos) << err;
