@@ -141,25 +141,52 @@ void write_line_scores(const data::Tokenizer& tokenizer,
   }
 }
 
+// The fields of the input's records: the request's, else the run's own (data.files or the TSV
+// columns of its recipe) for structured input, else "text".
+struct InputFields {
+  std::string text;
+  std::string text_pair;
+};
+
+InputFields input_fields(const PredictRequest& request, const recipes::Data& data,
+                         data::FileFormat format) {
+  InputFields fields{request.text_field, request.text_pair_field};
+  if (!fields.text.empty() || format == data::FileFormat::kText) {
+    if (fields.text.empty()) fields.text = "text";
+    return fields;
+  }
+  if (data.has_files()) {
+    fields.text = data.files().text_field();
+    if (fields.text_pair.empty() && data.files().has_text_pair_field())
+      fields.text_pair = data.files().text_pair_field();
+  } else if (data.has_tsv()) {
+    fields.text = data.tsv().text();
+    if (fields.text_pair.empty() && data.tsv().has_text_pair())
+      fields.text_pair = data.tsv().text_pair();
+  } else {
+    fields.text = "text";
+  }
+  return fields;
+}
+
 }  // namespace
 
 int run_prediction(const PredictRequest& request) {
   io::init_logging_from_env();
   if (request.batch_size < 1) throw recipes::RecipeError("--batch-size must be >= 1");
-  const PredictionFormat format = prediction_format(request.input, request.format);
+  const data::FileFormat format = prediction_format(request.input, request.format);
   CheckpointTask loaded = load_checkpoint_task(request.checkpoint);
   Task& task = *loaded.task;
-  std::string text_field = request.text_field;
-  if (text_field.empty()) text_field = "text";
+  const InputFields fields = input_fields(request, task.recipe().data(), format);
   const std::vector<PredictionExample> examples =
-      read_prediction_examples(request.input, format, text_field, request.text_pair_field);
+      read_prediction_examples(request.input, format, fields.text, fields.text_pair);
   io::log_info("predict: checkpoint={} step={} examples={}", loaded.checkpoint_dir.string(),
                loaded.state.step(), examples.size());
   const MatmulPrecisionGuard precision(precision_from_recipe(task.recipe()));
   NoGradGuard no_grad;
   PredictionSink sink(request.output);
   if (auto* classifier = dynamic_cast<ClassifierTask*>(&task)) {
-    predict_classes(*classifier, examples, !request.text_pair_field.empty(), request, sink);
+    predict_classes(*classifier, examples, !fields.text_pair.empty(), request, sink);
   } else if (auto* causal = dynamic_cast<CausalLmTask*>(&task)) {
     std::vector<std::string> texts;
     for (const PredictionExample& example : examples) texts.push_back(example.text);

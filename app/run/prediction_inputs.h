@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "data/source/file_format.h"
+
 namespace rota::app {
 
 /// One input example and where it came from.
@@ -15,19 +17,19 @@ struct PredictionExample {
   std::string text_pair;  // the second text of a sentence pair ("" when none)
 };
 
-enum class PredictionFormat { kText, kJsonl, kCsv, kTsv };
+/// The format `--format NAME` asks for: "auto" by extension (.jsonl/.ndjson JSONL, .csv CSV,
+/// .tsv TSV, anything else text), or "text", "jsonl", "csv", "tsv". Throws
+/// recipes::RecipeError for another name.
+data::FileFormat prediction_format(const std::filesystem::path& input, const std::string& name);
 
-/// "auto" picks by extension (.jsonl/.ndjson, .csv, .tsv; anything else is text); "text",
-/// "jsonl", "csv", "tsv" force it. Throws recipes::RecipeError for another name.
-PredictionFormat prediction_format(const std::filesystem::path& input, const std::string& name);
-
-/// Reads every example of `input`. Text: one example per line (the line without its "\n" or
-/// "\r\n"; blank lines are examples too, so output line k answers input line k). JSONL: one
-/// object per non-blank line, the string field `text_field`. CSV/TSV: a header row, then one
-/// example per record, the named columns. `text_pair_field` (not for text): the second text.
-/// Errors name the file and line.
+/// Reads every example of `input`, with the checks of the data layer's file sources (NUL
+/// bytes and invalid UTF-8 are errors naming file:line:column). Text: one example per line,
+/// blank lines included, so output line k answers input line k. JSONL: one object per
+/// non-blank line, the field `text_field` (a dotted path reaches into objects). CSV/TSV
+/// (RFC 4180, a header row): one example per record, the column `text_field`.
+/// `text_pair_field` (not for text): the second text of a pair.
 std::vector<PredictionExample> read_prediction_examples(const std::filesystem::path& input,
-                                                        PredictionFormat format,
+                                                        data::FileFormat format,
                                                         const std::string& text_field,
                                                         const std::string& text_pair_field);
 

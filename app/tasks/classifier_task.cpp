@@ -196,11 +196,4 @@ train::Metrics ClassifierTask::evaluate_split(const std::string& split, int64_t 
           {"examples", static_cast<double>(confusion.total())}};
 }
 
-std::vector<std::string> ClassifierTask::label_names() const {
-  std::vector<std::string> names;
-  for (int64_t c = 0; c < recipe().model().classifier().num_classes(); ++c)
-    names.push_back(std::to_string(c));
-  return names;
-}
-
 }  // namespace rota::app

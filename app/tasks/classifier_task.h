@@ -26,8 +26,6 @@ class ClassifierTask : public Task {
   explicit ClassifierTask(TaskInputs inputs);
   nn::Module& model() override { return *model_; }
   models::Classifier& classifier() { return *model_; }
-  /// The name of each class id, in id order (the label text of the data).
-  std::vector<std::string> label_names() const;
   train::MicroBatch next_micro_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
   /// Prepares the training examples and reads every other split (data.files: all of them;

@@ -179,6 +179,14 @@ std::string FileSource::describe(std::string_view name) const {
   return fmt::format("{} ({})", name, text);
 }
 
+void for_each_file_record(const fs::path& file, FileFormat format, const RecordFields& fields,
+                          const std::function<void(const TextRecord& record)>& visit) {
+  ROTA_CHECK(format != FileFormat::kAuto, "for_each_file_record: resolve the format of {} first",
+             file.string());
+  scan_file(file, format, fields,
+            [&](const TextRecord& record, std::string_view) { visit(record); });
+}
+
 void FileSource::scan_files(const Split& s, const UnitVisit& visit) const {
   for (size_t i = 0; i < s.files.size(); ++i)
     scan_file(s.files[i], s.formats[i], spec_.fields, visit);

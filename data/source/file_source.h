@@ -26,6 +26,12 @@ struct FileSourceSpec {
   double valid_fraction = 0.05;
 };
 
+/// Every record of one file read as `format` (not kAuto), with the same checks and record rules
+/// as a FileSource split (TEXT: every line is a record, blank lines included).
+void for_each_file_record(const std::filesystem::path& file, FileFormat format,
+                          const RecordFields& fields,
+                          const std::function<void(const TextRecord& record)>& visit);
+
 /// The splits of a FileSourceSpec. Every file is read in blocks (memory does not grow with file
 /// size), with a UTF-8 BOM at a file's start dropped and every byte checked (TextCheck: NUL
 /// bytes and malformed UTF-8 are errors naming file:line:column).
