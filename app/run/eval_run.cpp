@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "app/run/exit_codes.h"
+#include "app/setup/eval_data_setup.h"
 #include "app/setup/precision_setup.h"
 #include "app/tasks/checkpoint_task.h"
 #include "framework/autograd/grad_mode.h"
@@ -15,21 +16,28 @@ namespace rota::app {
 
 int run_evaluation(const EvalRequest& request) {
   io::init_logging_from_env();
-  CheckpointTask loaded = load_checkpoint_task(request.checkpoint, request.context);
+  std::string split = request.split.empty() ? "test" : request.split;
+  CheckpointTask loaded =
+      load_checkpoint_task(request.checkpoint, request.context, [&](recipes::Recipe& recipe) {
+        if (request.data.empty()) return;
+        EvalData on_data = recipe_on_data(recipe, request.data, request.split);
+        recipe = std::move(on_data.recipe);
+        split = on_data.split;
+      });
   // What is evaluated, as key=value pairs.
   io::log_info("eval: checkpoint={} step={} parameters={} sequence_length={} split={}",
                loaded.checkpoint_dir.string(), loaded.state.step(),
                loaded.task->model().num_parameters(),
-               loaded.task->recipe().data().sequence_length(), request.split);
+               loaded.task->recipe().data().sequence_length(), split);
   // The precision the model was trained in (train.dtype), so evaluation sees the same numerics.
   const MatmulPrecisionGuard precision(precision_from_recipe(loaded.task->recipe()));
   report_precision(matmul_precision());
   train::Metrics metrics;
   {
     NoGradGuard no_grad;
-    metrics = loaded.task->evaluate_split(request.split, request.batches);
+    metrics = loaded.task->evaluate_split(split, request.batches);
   }
-  std::string line = "split=" + request.split;
+  std::string line = "split=" + split;
   for (const auto& [name, value] : metrics) line += fmt::format(" {}={:.6g}", name, value);
   line += fmt::format(" parameters={}", loaded.task->model().num_parameters());
   std::printf("%s\n", line.c_str());

@@ -8,9 +8,10 @@ namespace rota::app {
 
 struct EvalRequest {
   std::string checkpoint;  // run directory or checkpoint directory
-  std::string split = "test";
-  int64_t batches = 0;  // 0: the whole split
-  int64_t context = 0;  // tokens per window; 0: the recipe's data.sequence_length
+  std::string split;       // empty: "test"
+  std::string data;        // another dataset (eval_data_setup.h); empty: the run's own
+  int64_t batches = 0;     // 0: the whole split
+  int64_t context = 0;     // tokens per window; 0: the recipe's data.sequence_length
 };
 
 /// Evaluates in the precision the model was trained in and prints

@@ -10,7 +10,8 @@
 
 namespace rota::app {
 
-CheckpointTask load_checkpoint_task(const std::string& run_or_checkpoint, int64_t context) {
+CheckpointTask load_checkpoint_task(const std::string& run_or_checkpoint, int64_t context,
+                                    const std::function<void(recipes::Recipe& recipe)>& edit) {
   CheckpointTask result;
   result.checkpoint_dir = io::resolve_checkpoint(run_or_checkpoint);
   io::Checkpoint checkpoint = io::load_checkpoint(result.checkpoint_dir);
@@ -18,6 +19,7 @@ CheckpointTask load_checkpoint_task(const std::string& run_or_checkpoint, int64_
   inputs.recipe = recipes::load_recipe_text(checkpoint.recipe_text,
                                             (result.checkpoint_dir / io::kRecipeFile).string());
   if (context > 0) inputs.recipe = recipe_at_context(inputs.recipe, context);
+  if (edit) edit(inputs.recipe);
   apply_thread_setting(inputs.recipe);
   inputs.tokenizer = obtain_tokenizer(inputs.recipe, result.checkpoint_dir, inputs.data_options);
   inputs.checkpoint = result.checkpoint_dir;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,9 @@ struct CheckpointTask {
 /// and loads the weights (strictly). context > 0: the recipe is changed to evaluate windows of
 /// that many tokens (recipe_at_context; the weights do not depend on the sequence length, and
 /// it refuses where the model cannot run at that length).
-CheckpointTask load_checkpoint_task(const std::string& run_or_checkpoint, int64_t context = 0);
+/// `edit`, when set, changes the recipe after that (e.g. another data source) before the task is
+/// built.
+CheckpointTask load_checkpoint_task(const std::string& run_or_checkpoint, int64_t context = 0,
+                                    const std::function<void(recipes::Recipe& recipe)>& edit = {});
 
 }  // namespace rota::app

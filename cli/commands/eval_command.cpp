@@ -1,4 +1,4 @@
-// `rota eval RUN_OR_CHECKPOINT [--split S] [--batches N] [--context N]`.
+// `rota eval RUN_OR_CHECKPOINT [--split S] [--data SOURCE] [--batches N] [--context N]`.
 #include <memory>
 
 #include "app/run/eval_run.h"
@@ -12,6 +12,9 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("checkpoint", request->checkpoint, "Run directory or checkpoint directory")
       ->required();
   cmd->add_option("--split", request->split, "valid or test (default test)");
+  cmd->add_option("--data", request->data,
+                  "Evaluate on another dataset: a registered corpus (its --split), or a file, "
+                  "directory or glob (all of it) read like data.files");
   cmd->add_option("--batches", request->batches, "Evaluate only this many batches (0: all)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--context", request->context,

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "app/run/eval_run.h"
 #include "app/run/exit_codes.h"
 #include "app/run/predict_run.h"
 #include "app/run/train_run.h"
@@ -134,6 +135,38 @@ TEST(PredictLabels, NamesComeFromTheRunsMappingForEveryInputFormat) {
   const double l0 = logits.data<float>()[0], l1 = logits.data<float>()[1];
   EXPECT_NEAR(csv[2]["probabilities"]["pos"].get<double>(),
               std::exp(l0) / (std::exp(l0) + std::exp(l1)), 1e-5);
+}
+
+// `rota eval --data` on a labelled CSV agrees with the labels `rota predict` gives the same rows.
+TEST(PredictLabels, EvalOnOtherDataAgreesWithPredictions) {
+  TempDir tmp;
+  const fs::path run = train_csv_classifier(tmp.path());
+  std::string rows = "review,sentiment\n";
+  const char* texts[] = {"great", "dull", "a joy, truly", "so bad", "loved it", "hated, hated",
+                         "fine",  "meh",  "wonderful",    "awful",  "ok",       "superb"};
+  std::vector<std::string> truth;
+  for (int i = 0; i < 12; ++i) {
+    truth.push_back(i % 3 == 0 ? "neg" : "pos");
+    rows += std::string("\"") + texts[i] + "\"," + truth.back() + "\n";
+  }
+  write(tmp / "other.csv", rows);
+  const std::vector<json> predicted = predict(run, tmp / "other.csv", "", tmp / "p.jsonl");
+  ASSERT_EQ(predicted.size(), truth.size());
+  int correct = 0;
+  for (size_t i = 0; i < truth.size(); ++i) correct += predicted[i]["label"] == truth[i];
+  EvalRequest eval;
+  eval.checkpoint = run.string();
+  eval.data = (tmp / "other.csv").string();
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int code = run_evaluation(eval);
+  ::testing::internal::GetCapturedStderr();
+  const std::string line = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(code, kExitOk);
+  const size_t at = line.find(" accuracy=");
+  ASSERT_NE(at, std::string::npos) << line;
+  EXPECT_NEAR(std::stod(line.substr(at + 10)), correct / 12.0, 1e-5) << line;
+  EXPECT_NE(line.find(" examples=12"), std::string::npos) << line;
 }
 
 TEST(PredictLabels, BadInputNamesTheFileAndLine) {
