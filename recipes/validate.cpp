@@ -344,13 +344,24 @@ void check_tokenizer(Checker& check, const Tokenizer& tokenizer) {
   }
 }
 
+// A prepared corpus carries its tokenizer: only data.tokenizer.kind may be set (and is checked
+// against the directory's when it is opened).
+void check_prepared_tokenizer(Checker& check, const Tokenizer& tokenizer) {
+  const std::string why = "not with data.prepared (the prepared directory's tokenizer is used)";
+  if (tokenizer.has_path()) check.fail("data.tokenizer.path", why);
+  if (tokenizer.has_vocab_size()) check.fail("data.tokenizer.vocab_size", why);
+  if (tokenizer.has_min_freq()) check.fail("data.tokenizer.min_freq", why);
+  if (tokenizer.has_character_coverage()) check.fail("data.tokenizer.character_coverage", why);
+  if (tokenizer.has_byte_fallback()) check.fail("data.tokenizer.byte_fallback", why);
+}
+
 void check_data(Checker& check, const Recipe& recipe) {
   const Data& data = recipe.data();
   const Model& model = recipe.model();
   std::string source_path;
   switch (data.source_case()) {
     case Data::SOURCE_NOT_SET:
-      check.fail("data", "no data source; set one of corpus, text_dir, tsv_dir");
+      check.fail("data", "no data source; set one of corpus, text_dir, tsv_dir, prepared");
       break;
     case Data::kCorpus:
       source_path = "data.corpus";
@@ -369,6 +380,11 @@ void check_data(Checker& check, const Recipe& recipe) {
     case Data::kTsvDir:
       source_path = "data.tsv_dir";
       if (data.tsv_dir().empty()) check.fail(source_path, "must not be empty");
+      break;
+    case Data::kPrepared:
+      source_path = "data.prepared";
+      if (data.prepared().empty()) check.fail(source_path, "must not be empty");
+      check_prepared_tokenizer(check, data.tokenizer());
       break;
   }
   if (!source_path.empty()) {

@@ -7,6 +7,7 @@
 #include "app/setup/tokenizer_setup.h"
 #include "app/tasks/causal_lm_task.h"
 #include "app/tasks/classifier_task.h"
+#include "app/tasks/lm_token_source.h"
 #include "app/tasks/masked_lm_task.h"
 #include "framework/base/seed_mix.h"
 #include "recipes/recipe_error.h"
@@ -60,6 +61,7 @@ Task::~Task() = default;
 const data::Corpus& Task::corpus() {
   if (!corpus_) {
     const recipes::Data& d = inputs_.recipe.data();
+    ROTA_CHECK(!d.has_prepared(), "data: a prepared corpus ({}) has no text", d.prepared());
     const std::string source = d.has_corpus()     ? d.corpus()
                                : d.has_text_dir() ? d.text_dir()
                                                   : d.tsv_dir();
@@ -69,6 +71,7 @@ const data::Corpus& Task::corpus() {
 }
 
 std::string Task::validation_split() {
+  if (recipe().data().has_prepared()) return prepared_validation_split(recipe().data().prepared());
   for (const char* name : {"valid", "validation", "dev"}) {
     if (corpus().has_split(name)) return name;
   }
