@@ -240,9 +240,6 @@ const Rule kRules[] = {
     {"prepared_has_its_own_tokenizer_path",
      {"data.prepared=/tmp/p", "data.tokenizer.path=/tmp/tok"},
      "data.tokenizer.path: not with data.prepared (the prepared directory's tokenizer is used)"},
-    {"prepared_has_its_own_vocabulary",
-     {"data.prepared=/tmp/p", "data.tokenizer={kind: WORD vocab_size: 100}"},
-     "data.tokenizer.vocab_size: not with data.prepared"},
     {"language_model_needs_text",
      {"data.corpus=sst-2"},
      "data.corpus: a CAUSAL_LM trains on running text (corpus tinyshakespeare or wikitext-2, or "
@@ -454,6 +451,7 @@ TEST(RecipeValidate, ValidVariantsPass) {
       {"data.text_dir=/x"},
       {"data.prepared=/x"},
       {"model.kind=MASKED_LM", "data.prepared=/x", "data.tokenizer={kind: BYTE}"},
+      {"data.prepared=/x", "data.tokenizer={kind: WORD vocab_size: 100 min_freq: 2}"},
       {"data.tokenizer={kind: SENTENCEPIECE_UNIGRAM vocab_size: 64 character_coverage: 0.9995 "
        "byte_fallback: true}"},
       {"data.corpus=wikitext-2", "data.tokenizer={kind: WORD vocab_size: 10000 min_freq: 3}"},

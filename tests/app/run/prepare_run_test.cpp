@@ -163,16 +163,17 @@ TEST(PrepareRun, RefusesWhatItCannotPrepare) {
   EXPECT_FALSE(fs::exists(tmp / "x"));
 }
 
-TEST(PrepareRun, TrainingRefusesAnotherKindAndADamagedDirectoryBeforeStarting) {
+TEST(PrepareRun, TrainingUsesTheDirectorysTokenizerAndRefusesADamagedDirectoryBeforeStarting) {
   TempDir tmp;
   const fs::path prepared = tmp / "prepared";
   ASSERT_EQ(prepare("tiny_causal_lm", prepared), kExitOk);
-  expect_error(
-      [&] {
-        train("tiny_causal_lm", tmp / "run1",
-              {"data.prepared=" + prepared.string(), "data.tokenizer.kind=CHAR"});
-      },
-      {"data.tokenizer.kind", "byte"});
+  // data.tokenizer's build options are not consulted: the directory's byte tokenizer is used.
+  ASSERT_EQ(
+      train("tiny_causal_lm", tmp / "run1",
+            {"data.prepared=" + prepared.string(), "data.tokenizer.kind=WORD", "train.steps=2"}),
+      kExitOk);
+  EXPECT_EQ(read_bytes(latest(tmp / "run1") / "tokenizer.json"),
+            read_bytes(prepared / "tokenizer" / "tokenizer.json"));
   fs::resize_file(prepared / "train-00001.bin", 100);
   expect_error(
       [&] { train("tiny_causal_lm", tmp / "run2", {"data.prepared=" + prepared.string()}); },
