@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/corpus/corpus.h"
+#include "data/prepared/prepared_corpus.h"
 #include "framework/base/error.h"
 #include "framework/base/file_io.h"
 #include "framework/io/checkpoint.h"
@@ -78,6 +79,9 @@ std::string evaluation_split(const recipes::Recipe& recipe) {
                              : d.has_text_dir() ? d.text_dir()
                                                 : d.tsv_dir();
   try {
+    if (d.has_prepared()) {
+      return data::PreparedCorpus::open(d.prepared()).has_split("test") ? "test" : "valid";
+    }
     const data::Corpus corpus = data::Corpus::open(source);
     if (!corpus.has_split("test")) return "valid";
     if (corpus.format() != data::CorpusFormat::kTsv) return "test";

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "app/run/eval_run.h"
 #include "app/run/exit_codes.h"
 #include "app/run/train_run.h"
 #include "framework/io/checkpoint.h"
@@ -114,6 +115,18 @@ void expect_prepared_trains_like_raw(const std::string& recipe) {
   ASSERT_EQ(train(recipe, tmp / "raw", {}), kExitOk);
   ASSERT_EQ(train(recipe, tmp / "from-prepared", {"data.prepared=" + prepared.string()}), kExitOk);
   expect_same_training(tmp / "raw", tmp / "from-prepared");
+  // `rota eval` of the run reads the test split from the directory: the same numbers.
+  auto evaluate = [](const fs::path& run) {
+    EvalRequest request;
+    request.checkpoint = run.string();
+    request.split = "test";
+    request.batches = 3;
+    ::testing::internal::CaptureStdout();
+    EXPECT_EQ(run_evaluation(request), kExitOk);
+    const std::string out = ::testing::internal::GetCapturedStdout();
+    return out.substr(out.find("split=test"));
+  };
+  EXPECT_EQ(evaluate(tmp / "raw"), evaluate(tmp / "from-prepared"));
 }
 
 TEST(PrepareRun, CausalLmTrainsBitIdenticallyFromThePreparedDirectory) {
