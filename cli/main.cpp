@@ -21,7 +21,8 @@ int dispatch(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "rota 0.1");
   std::vector<Command> commands = {add_train_command(app), add_eval_command(app),
-                                   add_generate_command(app), add_ablate_command(app)};
+                                   add_predict_command(app), add_generate_command(app),
+                                   add_ablate_command(app)};
   for (std::vector<Command> group : {add_bench_commands(app), add_data_commands(app)}) {
     commands.insert(commands.end(), group.begin(), group.end());
   }

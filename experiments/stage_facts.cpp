@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/setup/data_source_setup.h"
 #include "data/corpus/corpus.h"
 #include "data/prepared/prepared_corpus.h"
 #include "framework/base/error.h"
@@ -74,15 +75,13 @@ void read_training_facts(const fs::path& run_dir, StageResult& stage) {
 }
 
 std::string evaluation_split(const recipes::Recipe& recipe) {
-  const recipes::Data& d = recipe.data();
-  const std::string source = d.has_corpus()     ? d.corpus()
-                             : d.has_text_dir() ? d.text_dir()
-                                                : d.tsv_dir();
+  const std::string source = app::recipe_source_name(recipe.data());
   try {
-    if (d.has_prepared()) {
-      return data::PreparedCorpus::open(d.prepared()).has_split("test") ? "test" : "valid";
+    if (recipe.data().has_prepared()) {
+      return data::PreparedCorpus::open(recipe.data().prepared()).has_split("test") ? "test"
+                                                                                    : "valid";
     }
-    const data::Corpus corpus = data::Corpus::open(source);
+    const data::Corpus corpus = app::open_recipe_corpus(recipe, data::default_data_options());
     if (!corpus.has_split("test")) return "valid";
     if (corpus.format() != data::CorpusFormat::kTsv) return "test";
     // A registered corpus says whether its test file has labels without locating the file.

@@ -34,6 +34,14 @@ Reason sentencepiece_only(const Tokenizer& tokenizer) {
                 "only SentencePiece kinds are trained with it");
 }
 
+// Fields of data.files that only a classifier on JSONL/CSV/TSV records reads.
+Reason files_labelled_field(const Recipe& recipe, const Files& files) {
+  if (recipe.model().kind() != Model::CLASSIFIER) {
+    return "only a CLASSIFIER reads labels and text pairs (language models read text_field)";
+  }
+  return unless(files.format() != Files::TEXT, "a TEXT file has no fields");
+}
+
 const std::map<std::string, Rule>& rules() {
   static const std::map<std::string, Rule> kRules = {
       {"rota.recipes.Lrpe.learn_theta", rule<Lrpe>([](const Recipe&, const Lrpe& lrpe) {
@@ -63,10 +71,25 @@ const std::map<std::string, Rule>& rules() {
        })},
       {"rota.recipes.Data.tsv", rule<Data>([](const Recipe&, const Data& data) {
          const KnownCorpus* corpus = data.has_corpus() ? find_corpus(data.corpus()) : nullptr;
-         const bool text =
-             data.has_text_dir() || data.has_prepared() || (corpus != nullptr && !corpus->tsv);
-         return unless(!text, "TSV columns only apply to TSV data (tsv_dir, sst-2, cola)");
+         const bool text = data.has_text_dir() || data.has_files() || data.has_prepared() ||
+                           (corpus != nullptr && !corpus->tsv);
+         return unless(!text,
+                       "TSV columns only apply to TSV data (tsv_dir, sst-2, cola); data.files "
+                       "names its fields in text_field, text_pair_field and label_field");
        })},
+      {"rota.recipes.Files.valid_fraction", rule<Files>([](const Recipe&, const Files& files) {
+         return unless(!files.has_valid(),
+                       "valid is given (valid_fraction holds records out of train when it is "
+                       "not)");
+       })},
+      {"rota.recipes.Files.text_field", rule<Files>([](const Recipe&, const Files& files) {
+         return unless(files.format() != Files::TEXT,
+                       "a TEXT file has no fields (for JSON Lines or CSV set format JSONL, CSV "
+                       "or TSV)");
+       })},
+      {"rota.recipes.Files.text_pair_field", rule<Files>(files_labelled_field)},
+      {"rota.recipes.Files.label_field", rule<Files>(files_labelled_field)},
+      {"rota.recipes.Files.labels", rule<Files>(files_labelled_field)},
       {"rota.recipes.Tokenizer.vocab_size",
        rule<Tokenizer>([](const Recipe&, const Tokenizer& tokenizer) -> Reason {
          if (tokenizer.has_path()) return "a reused tokenizer (path) keeps its own vocabulary";

@@ -28,12 +28,13 @@ std::vector<std::string> corpus_names() {
 
 bool is_tsv_source(const Data& data) {
   if (data.has_tsv_dir()) return true;
+  if (data.has_files()) return data.files().format() != Files::TEXT;
   const KnownCorpus* corpus = data.has_corpus() ? find_corpus(data.corpus()) : nullptr;
   return corpus != nullptr && corpus->tsv;
 }
 
 bool is_text_source(const Data& data) {
-  if (data.has_text_dir() || data.has_prepared()) return true;
+  if (data.has_text_dir() || data.has_files() || data.has_prepared()) return true;
   const KnownCorpus* corpus = data.has_corpus() ? find_corpus(data.corpus()) : nullptr;
   return corpus != nullptr && !corpus->tsv;
 }

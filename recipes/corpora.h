@@ -28,10 +28,12 @@ const KnownCorpus* find_corpus(std::string_view name);
 /// Names of every registered corpus, for messages.
 std::vector<std::string> corpus_names();
 
-/// True when the data source is labelled TSV (tsv_dir, or a registered TSV corpus).
+/// True when the data source can be labelled examples (tsv_dir, a registered TSV corpus, or
+/// data.files in a format other than TEXT).
 bool is_tsv_source(const Data& data);
 
-/// True when the data source is running text (text_dir, or a registered text corpus).
+/// True when the data source can be running text (text_dir, a registered text corpus, or
+/// data.files: any format gives text).
 bool is_text_source(const Data& data);
 
 }  // namespace rota::recipes

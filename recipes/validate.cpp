@@ -1,6 +1,7 @@
 // Validation of a recipe: ranges, cross-field rules and fields that do not apply.
 #include "recipes/validate.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -353,13 +354,106 @@ void check_prepared_tokenizer(Checker& check, const Tokenizer& tokenizer) {
   }
 }
 
+/// The extension of a path's last component, lower-cased ("" when none).
+std::string lower_extension(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  std::string extension = path.substr(dot);
+  for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return extension;
+}
+
+/// A data file that is not running text: .jsonl .ndjson .json .csv .tsv.
+bool structured_extension(const std::string& path) {
+  const std::string extension = lower_extension(path);
+  return extension == ".jsonl" || extension == ".ndjson" || extension == ".json" ||
+         extension == ".csv" || extension == ".tsv";
+}
+
+void check_files(Checker& check, const Recipe& recipe) {
+  const Files& files = recipe.data().files();
+  const Model& model = recipe.model();
+  const std::string path = "data.files";
+  const bool classifier = model.kind() == Model::CLASSIFIER;
+  if (!files.has_train() || files.train().empty()) {
+    check.fail(path + ".train", "required: a file, a directory or a glob pattern");
+  }
+  if (files.has_valid() && files.valid().empty()) check.fail(path + ".valid", "must not be empty");
+  if (files.has_test() && files.test().empty()) check.fail(path + ".test", "must not be empty");
+  if (!files.has_valid())
+    check.open_unit_interval(path + ".valid_fraction", files.valid_fraction());
+  const bool text_format = files.format() == Files::TEXT;
+  if (text_format) {
+    for (const auto& [field, value] :
+         {std::pair<const char*, const std::string&>{"train", files.train()},
+          {"valid", files.valid()},
+          {"test", files.test()}}) {
+      if (structured_extension(value)) {
+        check.fail(path + "." + field, "'" + value +
+                                           "' is JSON/CSV/TSV data, but format TEXT reads running "
+                                           "text (training would learn its syntax); set format "
+                                           "JSONL, CSV or TSV and text_field");
+      }
+    }
+  }
+  if (classifier && text_format) {
+    check.fail(path + ".format",
+               "a CLASSIFIER needs labelled records (JSONL, CSV or TSV), not TEXT files");
+  }
+  if (classifier && files.format() == Files::AUTO) {
+    for (const auto& [field, value] :
+         {std::pair<const char*, const std::string&>{"train", files.train()},
+          {"valid", files.valid()},
+          {"test", files.test()}}) {
+      const std::string extension = lower_extension(value);
+      if (extension == ".txt" || extension == ".text") {
+        check.fail(path + "." + field, "'" + value +
+                                           "' is a text file, but a CLASSIFIER needs labelled "
+                                           "records (JSONL, CSV or TSV)");
+      }
+    }
+  }
+  if (files.text_field().empty() && !text_format) {
+    check.fail(path + ".text_field", "must not be empty");
+  }
+  if (classifier && !text_format) {
+    if (files.label_field().empty()) check.fail(path + ".label_field", "must not be empty");
+    if (files.label_field() == files.text_field()) {
+      check.fail(path + ".label_field",
+                 "is the same field as text_field ('" + files.text_field() + "')");
+    }
+    if (files.has_text_pair_field() &&
+        (files.text_pair_field().empty() || files.text_pair_field() == files.text_field() ||
+         files.text_pair_field() == files.label_field())) {
+      check.fail(path + ".text_pair_field",
+                 "must be a field other than text_field and "
+                 "label_field (got '" +
+                     files.text_pair_field() + "')");
+    }
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < files.labels_size(); ++i) {
+    const std::string& label = files.labels(i);
+    const std::string at = path + ".labels[" + num(i) + "]";
+    if (label.empty()) check.fail(at, "must not be empty");
+    if (!seen.insert(label).second) check.fail(at, "\"" + label + "\" is listed twice");
+  }
+  if (classifier && files.labels_size() > 0 && model.classifier().has_num_classes() &&
+      model.classifier().num_classes() != files.labels_size()) {
+    check.fail("model.classifier.num_classes", num(model.classifier().num_classes()) +
+                                                   " classes, but data.files.labels lists " +
+                                                   num(files.labels_size()));
+  }
+}
+
 void check_data(Checker& check, const Recipe& recipe) {
   const Data& data = recipe.data();
   const Model& model = recipe.model();
   std::string source_path;
   switch (data.source_case()) {
     case Data::SOURCE_NOT_SET:
-      check.fail("data", "no data source; set one of corpus, text_dir, tsv_dir, prepared");
+      check.fail("data", "no data source; set one of corpus, text_dir, tsv_dir, files, prepared");
       break;
     case Data::kCorpus:
       source_path = "data.corpus";
@@ -374,6 +468,12 @@ void check_data(Checker& check, const Recipe& recipe) {
     case Data::kTextDir:
       source_path = "data.text_dir";
       if (data.text_dir().empty()) check.fail(source_path, "must not be empty");
+      if (structured_extension(data.text_dir())) {
+        check.fail(source_path, "'" + data.text_dir() +
+                                    "' is JSON/CSV/TSV data, but text_dir reads running text "
+                                    "(training would learn its syntax); use data.files with "
+                                    "format JSONL, CSV or TSV and text_field");
+      }
       break;
     case Data::kTsvDir:
       source_path = "data.tsv_dir";
@@ -384,12 +484,17 @@ void check_data(Checker& check, const Recipe& recipe) {
       if (data.prepared().empty()) check.fail(source_path, "must not be empty");
       check_prepared_tokenizer(check, data.tokenizer());
       break;
+    case Data::kFiles:
+      check_files(check, recipe);
+      break;
+    default:
+      break;
   }
   if (!source_path.empty()) {
     if (model.kind() == Model::CLASSIFIER && !is_tsv_source(data)) {
       check.fail(source_path,
                  "a CLASSIFIER needs labelled TSV data (corpus sst-2 or cola, or "
-                 "tsv_dir), not running text");
+                 "tsv_dir, or files), not running text");
     }
     if (model.kind() != Model::CLASSIFIER && !is_text_source(data)) {
       check.fail(source_path, std::string("a ") + kind_name(model) +

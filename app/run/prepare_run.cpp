@@ -3,9 +3,11 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "app/run/byte_progress.h"
 #include "app/run/exit_codes.h"
+#include "app/setup/data_source_setup.h"
 #include "app/setup/tokenizer_setup.h"
 #include "data/corpus/corpus.h"
 #include "data/corpus/corpus_registry.h"
@@ -15,13 +17,6 @@
 #include "recipes/recipe_error.h"
 
 namespace rota::app {
-namespace {
-
-std::string source_of(const recipes::Data& d) {
-  return d.has_corpus() ? d.corpus() : d.has_text_dir() ? d.text_dir() : d.tsv_dir();
-}
-
-}  // namespace
 
 int run_data_prepare(const PrepareRequest& request) {
   if (request.out.empty()) throw recipes::RecipeError("rota data prepare: --out DIR is required");
@@ -37,7 +32,7 @@ int run_data_prepare(const PrepareRequest& request) {
   }
   const data::DataOptions data_options = data::default_data_options();
   std::shared_ptr<const data::Tokenizer> tokenizer;
-  std::string source = request.corpus;
+  std::optional<data::Corpus> corpus;
   if (!request.recipe.empty()) {
     recipes::Recipe recipe = recipes::load_recipe(request.recipe, request.overrides);
     recipes::Data& d = *recipe.mutable_data();
@@ -59,12 +54,12 @@ int run_data_prepare(const PrepareRequest& request) {
       }
     }
     if (!request.tokenizer.empty()) d.mutable_tokenizer()->set_path(request.tokenizer);
-    source = source_of(d);
     tokenizer = obtain_tokenizer(recipe, std::nullopt, data_options);
+    corpus.emplace(open_recipe_corpus(recipe, data_options));
   } else {
     tokenizer = data::load_tokenizer(request.tokenizer);
+    corpus.emplace(data::Corpus::open(request.corpus, data_options));
   }
-  const data::Corpus corpus = data::Corpus::open(source, data_options);
 
   data::PrepareOptions options;
   options.out = request.out;
@@ -75,7 +70,7 @@ int run_data_prepare(const PrepareRequest& request) {
   options.progress = [&](const data::PrepareProgress& p) {
     progress.update(p.done_bytes, p.total_bytes, p.split);
   };
-  const data::PreparedManifest manifest = data::prepare_corpus(corpus, *tokenizer, options);
+  const data::PreparedManifest manifest = data::prepare_corpus(*corpus, *tokenizer, options);
   int64_t text_bytes = 0;
   for (const data::SplitInfo& split : manifest.splits) text_bytes += split.text_bytes;
   progress.finish(text_bytes);

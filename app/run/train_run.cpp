@@ -60,7 +60,9 @@ TrainingSetup set_up_training(const recipes::Recipe& recipe,
   inputs.recipe = recipe;
   inputs.communicator = comm;
   inputs.tokenizer = shared_tokenizer(*comm, recipe, latest, inputs.data_options);
+  inputs.checkpoint = latest;
   setup.task = make_task(std::move(inputs));
+  setup.task->load_data();  // every split read and checked before training starts
   nn::Module& model = setup.task->model();
   if (latest) {
     // Weights come from the checkpoint; only the frozen set must be re-applied.
@@ -156,6 +158,9 @@ int train_on_this_rank(const TrainRequest& request,
   if (root) {
     write_file_atomically(run_dir / io::kRecipeFile, recipe_text);
     setup.task->tokenizer().save(run_dir / "tokenizer");
+    for (const auto& [name, bytes] : setup.task->data_files()) {
+      write_file_atomically(run_dir / name, bytes);
+    }
   }
   log_setup(recipe, setup, comm);
 

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "app/setup/data_source_setup.h"
 #include "app/setup/prepared_setup.h"
 #include "data/corpus/corpus.h"
 #include "data/dataset/tsv.h"
@@ -37,14 +38,24 @@ data::TokenizerKind kind_of(recipes::Tokenizer::Kind kind) {
   return data::TokenizerKind::kByte;
 }
 
-std::string source_name(const recipes::Data& d) {
-  return d.has_corpus() ? d.corpus() : d.has_text_dir() ? d.text_dir() : d.tsv_dir();
-}
-
-// The text a tokenizer learns from: the training split (for TSV corpora, its text columns,
-// one example per line).
+// The text a tokenizer learns from: the training split (for TSV corpora and classifiers on
+// data.files, its texts, one example per line).
 std::string training_text(const recipes::Recipe& recipe, const data::DataOptions& options) {
-  const data::Corpus corpus = data::Corpus::open(source_name(recipe.data()), options);
+  const data::Corpus corpus = open_recipe_corpus(recipe, options);
+  if (const data::FileSource* files = corpus.file_source();
+      files != nullptr && recipe.model().kind() == recipes::Model::CLASSIFIER) {
+    // The texts of the training records, one per line (as for TSV corpora).
+    std::string text;
+    files->for_each_record("train", [&](const data::TextRecord& record) {
+      text += record.text;
+      text += '\n';
+      if (!files->spec().fields.text_pair.empty()) {
+        text += record.text_pair;
+        text += '\n';
+      }
+    });
+    return text;
+  }
   if (corpus.format() == data::CorpusFormat::kText) return corpus.read_text("train");
   std::vector<std::string> columns = corpus.text_columns();
   if (recipe.data().has_tsv()) {

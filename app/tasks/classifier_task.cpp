@@ -1,7 +1,15 @@
-// Classifier task: padded TSV examples, cross-entropy over classes, accuracy and MCC.
+// Classifier task: padded TSV or data.files examples (labels mapped by name), cross-entropy over
+// classes, accuracy and MCC.
 #include "app/tasks/classifier_task.h"
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "data/dataset/batch.h"
+#include "data/dataset/file_examples.h"
 #include "framework/autograd/ops/loss.h"
+#include "framework/base/file_io.h"
 #include "framework/distributed/sharded_sums.h"
 #include "framework/io/log.h"
 #include "framework/train/classification_metrics.h"
@@ -39,17 +47,90 @@ data::ClassificationOptions ClassifierTask::dataset_options() const {
   return o;
 }
 
+const data::LabelMap* ClassifierTask::label_map() {
+  const data::FileSource* files = corpus().file_source();
+  if (files == nullptr) return nullptr;
+  if (!labels_) {
+    const recipes::Files& f = recipe().data().files();
+    const int64_t classes = recipe().model().classifier().num_classes();
+    std::string from;
+    if (inputs_.checkpoint && std::filesystem::exists(*inputs_.checkpoint / data::kLabelsFile)) {
+      const std::filesystem::path path = *inputs_.checkpoint / data::kLabelsFile;
+      labels_ = data::LabelMap::from_json(read_file(path), path.string());
+      from = path.string();
+    } else if (f.labels_size() > 0) {
+      labels_ = data::LabelMap::from_names({f.labels().begin(), f.labels().end()});
+      from = "data.files.labels";
+    } else {
+      labels_ = data::LabelMap::from_training_labels(data::record_labels(*files, "train"), classes,
+                                                     files->describe("train"));
+      from = "the training labels";
+    }
+    ROTA_CHECK(labels_->size() == classes,
+               "labels: {} has {} labels but model.classifier.num_classes is {}", from,
+               labels_->size(), classes);
+    io::log_info("data: labels (class 0, 1, ...) from {}: {}", from,
+                 fmt::format("{}", fmt::join(labels_->names(), ", ")));
+  }
+  return &*labels_;
+}
+
+std::vector<std::string> ClassifierTask::label_names() {
+  if (const data::LabelMap* map = label_map()) return map->names();
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < recipe().model().classifier().num_classes(); ++i) {
+    names.push_back(std::to_string(i));
+  }
+  return names;
+}
+
+std::map<std::string, std::string> ClassifierTask::data_files() const {
+  if (!labels_) return {};
+  return {{data::kLabelsFile, labels_->to_json()}};
+}
+
+data::ClassificationDataset ClassifierTask::make_dataset(const std::string& split) {
+  data::ClassificationOptions options = dataset_options();
+  if (const data::FileSource* files = corpus().file_source()) {
+    options.text_columns = {"text"};
+    if (!files->spec().fields.text_pair.empty()) options.text_columns.push_back("text_pair");
+    options.label_column = "label";
+    return data::ClassificationDataset(data::file_examples(*files, split, label_map()), tokenizer(),
+                                       options);
+  }
+  if (!recipe().data().has_tsv()) {
+    options.text_columns = corpus().text_columns();
+    options.label_column = corpus().label_column();
+  }
+  return data::ClassificationDataset::from_corpus(corpus(), split, tokenizer(), options);
+}
+
+const data::ClassificationDataset& ClassifierTask::split_dataset(const std::string& split) {
+  auto it = eval_data_.find(split);
+  if (it == eval_data_.end()) it = eval_data_.emplace(split, make_dataset(split)).first;
+  return it->second;
+}
+
+void ClassifierTask::load_data() {
+  const data::FileSource* files = corpus().file_source();
+  if (files != nullptr) files->check_all();
+  prepare_training_data();
+  if (files != nullptr) {
+    for (const std::string& split : files->splits()) {
+      if (split == "train") continue;
+      const data::ClassificationDataset& dataset = split_dataset(split);
+      io::log_info("data: {} split: {} examples", split, dataset.size());
+    }
+  } else {
+    split_dataset(validation_split());
+  }
+}
+
 int64_t ClassifierTask::prepare_training_data() {
   if (!train_data_) {
-    data::ClassificationOptions options = dataset_options();
-    if (!recipe().data().has_tsv()) {
-      options.text_columns = corpus().text_columns();
-      options.label_column = corpus().label_column();
-    }
-    train_data_.emplace(
-        data::ClassificationDataset::from_corpus(corpus(), "train", tokenizer(), options));
+    train_data_.emplace(make_dataset("train"));
     io::log_info("data: train split: {} examples ({} truncated to {} tokens)", train_data_->size(),
-                 train_data_->truncated_count(), options.max_length);
+                 train_data_->truncated_count(), recipe().data().sequence_length());
     ROTA_CHECK(train_data_->size() >= recipe().data().batch_size(),
                "data: the train split has {} examples, fewer than one batch of {}",
                train_data_->size(), recipe().data().batch_size());
@@ -68,13 +149,7 @@ train::MicroBatch ClassifierTask::next_micro_batch() {
 }
 
 train::Metrics ClassifierTask::evaluate_split(const std::string& split, int64_t max_batches) {
-  data::ClassificationOptions options = dataset_options();
-  if (!recipe().data().has_tsv()) {
-    options.text_columns = corpus().text_columns();
-    options.label_column = corpus().label_column();
-  }
-  const data::ClassificationDataset dataset =
-      data::ClassificationDataset::from_corpus(corpus(), split, tokenizer(), options);
+  const data::ClassificationDataset& dataset = split_dataset(split);
   ROTA_CHECK(dataset.labeled(), "eval: the {} split of '{}' has no labels", split, corpus().name());
   data::BatchLoader loader(dataset.size(), evaluation_loader_options());
   int64_t batches = loader.batches_per_epoch();

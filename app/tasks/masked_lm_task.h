@@ -19,6 +19,7 @@ class MaskedLmTask : public Task {
  public:
   explicit MaskedLmTask(TaskInputs inputs);
   nn::Module& model() override { return *model_; }
+  models::MaskedLm& masked_lm() { return *model_; }
   train::MicroBatch next_micro_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
 

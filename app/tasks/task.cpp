@@ -3,12 +3,14 @@
 
 #include <filesystem>
 
+#include "app/setup/data_source_setup.h"
 #include "app/setup/model_setup.h"
 #include "app/setup/tokenizer_setup.h"
 #include "app/tasks/causal_lm_task.h"
 #include "app/tasks/classifier_task.h"
 #include "app/tasks/lm_token_source.h"
 #include "app/tasks/masked_lm_task.h"
+#include "data/corpus/symbol_search.h"
 #include "framework/base/seed_mix.h"
 #include "recipes/recipe_error.h"
 
@@ -60,12 +62,10 @@ Task::~Task() = default;
 
 const data::Corpus& Task::corpus() {
   if (!corpus_) {
-    const recipes::Data& d = inputs_.recipe.data();
-    ROTA_CHECK(!d.has_prepared(), "data: a prepared corpus ({}) has no text", d.prepared());
-    const std::string source = d.has_corpus()     ? d.corpus()
-                               : d.has_text_dir() ? d.text_dir()
-                                                  : d.tsv_dir();
-    corpus_ = std::make_unique<data::Corpus>(data::Corpus::open(source, inputs_.data_options));
+    ROTA_CHECK(!inputs_.recipe.data().has_prepared(), "data: a prepared corpus ({}) has no text",
+               inputs_.recipe.data().prepared());
+    corpus_ =
+        std::make_unique<data::Corpus>(open_recipe_corpus(inputs_.recipe, inputs_.data_options));
   }
   return *corpus_;
 }
@@ -156,7 +156,65 @@ void Task::restore_state(const io::TrainState& state) {
 
 std::map<std::string, std::string> Task::checkpoint_files() const {
   // Flat in the checkpoint, so load_tokenizer(checkpoint_dir) reads them back.
-  return tokenizer_files(*inputs_.tokenizer);
+  std::map<std::string, std::string> files = tokenizer_files(*inputs_.tokenizer);
+  for (auto& [name, bytes] : data_files()) files[name] = std::move(bytes);
+  return files;
+}
+
+void Task::load_data() {
+  prepare_training_data();
+  check_text_splits();
+}
+
+void Task::check_text_splits() {
+  // A prepared directory's shards were checked (sizes, tokenizer) when training data was made.
+  if (recipe().data().has_prepared()) return;
+  const data::Corpus& data = corpus();
+  if (data.format() != data::CorpusFormat::kText) return;
+  if (const data::FileSource* files = data.file_source()) files->check_all();
+  const data::Tokenizer& tok = tokenizer();
+  const bool can_fail = !tok.specials().has(data::SpecialToken::kUnk) && tok.kind() != "byte";
+  struct Enough {};  // stops a scan that has seen what it needs
+  const bool registered = data::find_corpus(data.name()) != nullptr;
+  for (const std::string& split : data.splits()) {
+    // A registered corpus's test file is located (or fetched) only when it is evaluated.
+    if (registered && split == "test") continue;
+    const bool encode = can_fail && split != "train";
+    bool empty = true;
+    bool failed = false;
+    try {
+      data.for_each_text_piece(split, size_t{1} << 20, [&](std::string_view piece) {
+        empty = empty && piece.empty();
+        if (!encode) throw Enough{};
+        try {
+          (void)tok.encode(piece);
+        } catch (const Error&) {
+          failed = true;
+          throw Enough{};
+        }
+      });
+    } catch (const Enough&) {
+    }
+    ROTA_CHECK(!empty, "data: the {} split of '{}' is empty", split, data.name());
+    if (!failed) continue;
+    const std::optional<data::SymbolLocation> where =
+        data::find_symbol(data, split, [&](std::string_view character) {
+          try {
+            (void)tok.encode(character);
+            return false;
+          } catch (const Error&) {
+            return true;
+          }
+        });
+    if (!where) (void)tok.encode(data.read_text(split));  // the tokenizer's own message
+    fail(
+        "data: {}: character {} of the {} split is not in the {} tokenizer's vocabulary (built "
+        "from the training split), and the tokenizer has no <unk> to map it to. Add the "
+        "character to the training data, or give the tokenizer an <unk> (a saved tokenizer with "
+        "<unk> in data.tokenizer.path, or a kind that has one: WORD, SENTENCEPIECE_BPE, "
+        "SENTENCEPIECE_UNIGRAM, or BYTE, which has no unknown characters)",
+        where->where(), data::describe_symbol(where->character), split, tok.kind());
+  }
 }
 
 std::unique_ptr<Task> make_task(TaskInputs inputs) {

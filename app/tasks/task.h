@@ -37,6 +37,9 @@ struct TaskInputs {
   data::DataOptions data_options = data::default_data_options();
   /// The ranks of a data-parallel run (docs/distributed.md); the default is one process.
   std::shared_ptr<distributed::Communicator> communicator = distributed::single_process();
+  /// The checkpoint being resumed or evaluated, if any: data files saved with it (labels.json)
+  /// are read from there rather than derived again from the training data.
+  std::optional<std::filesystem::path> checkpoint;
 };
 
 /// A TrainingTask that can also evaluate any split of its corpus. Training data is prepared
@@ -67,6 +70,14 @@ class Task : public train::TrainingTask {
   /// it was written) starts a fresh one from (dropout seed, rank, step).
   void restore_state(const io::TrainState& state) override;
   std::map<std::string, std::string> checkpoint_files() const override;
+  /// Files that describe the data and go into the run directory and every checkpoint (a
+  /// classifier on data.files: labels.json); empty by default.
+  virtual std::map<std::string, std::string> data_files() const { return {}; }
+  /// Reads and checks every split before training starts: the training data is prepared and
+  /// each other split is read through, so that missing files, bad content (data.files: NUL
+  /// bytes, invalid UTF-8, malformed records), empty splits and characters the tokenizer cannot
+  /// encode are reported now, with file and line, rather than at the first evaluation.
+  virtual void load_data();
 
   const recipes::Recipe& recipe() const { return inputs_.recipe; }
   const data::Tokenizer& tokenizer() const { return *inputs_.tokenizer; }
@@ -83,6 +94,10 @@ class Task : public train::TrainingTask {
   std::string validation_split();
 
  protected:
+  /// For a tokenizer without <unk> (other than BYTE): every split other than train is encoded
+  /// piece by piece, and a character it cannot encode is an error naming file:line:column, the
+  /// character and the fix. Also refuses an empty split.
+  void check_text_splits();
   /// Creates the training dataset and `loader_` over it (idempotent); returns the number of
   /// examples.
   virtual int64_t prepare_training_data() = 0;

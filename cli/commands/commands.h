@@ -17,6 +17,7 @@ struct Command {
 
 Command add_train_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
+Command add_predict_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
 Command add_ablate_command(CLI::App& app);
 /// `bench train`.

@@ -5,6 +5,9 @@
 
 #include "data/corpus/locate.h"
 #include "data/corpus/text_split.h"
+#include "data/source/file_format.h"
+#include "data/source/line_stream.h"
+#include "data/util/utf8.h"
 #include "framework/base/error.h"
 #include "framework/base/file_io.h"
 
@@ -104,7 +107,15 @@ Corpus Corpus::open(std::string_view name_or_path, const DataOptions& options) {
         if (entry.is_regular_file() && entry.path().extension() == ".txt")
           files.push_back(entry.path());
       }
-      ROTA_CHECK(!files.empty(), "data: directory {} has no train.txt, train.tsv or *.txt files",
+      if (files.empty()) {
+        for (const char* name : {"train.jsonl", "train.ndjson", "train.json", "train.csv"}) {
+          if (is_file(path / name))
+            refuse_structured_as_text(path / name, "a text corpus directory");
+        }
+      }
+      ROTA_CHECK(!files.empty(),
+                 "data: directory {} has no train.txt, train.tsv or *.txt files (for JSON Lines, "
+                 "CSV or other files use data.files)",
                  path.string());
       std::sort(files.begin(), files.end());
       add_cut(std::move(files));
@@ -113,18 +124,21 @@ Corpus Corpus::open(std::string_view name_or_path, const DataOptions& options) {
     corpus.format_ = CorpusFormat::kTsv;
     add_split("train", path);
   } else {
+    refuse_structured_as_text(path, "a text corpus path");
     add_cut({path});
   }
   return corpus;
 }
 
 std::vector<std::string> Corpus::splits() const {
+  if (file_source_) return file_source_->splits();
   std::vector<std::string> names;
   for (const SplitSource& source : sources_) names.push_back(source.split);
   return names;
 }
 
 bool Corpus::has_split(std::string_view split) const {
+  if (file_source_) return file_source_->has_split(split);
   return std::any_of(sources_.begin(), sources_.end(),
                      [&](const SplitSource& source) { return source.split == split; });
 }
@@ -154,6 +168,12 @@ std::string Corpus::read_bytes(const SplitSource& source) const {
 std::string Corpus::read_text(std::string_view split) const {
   ROTA_CHECK(format_ == CorpusFormat::kText, "data: corpus {} is a TSV corpus; use tsv_split('{}')",
              name_, split);
+  if (file_source_) {
+    std::string text;
+    file_source_->for_each_text_piece(split, size_t{1} << 24,
+                                      [&](std::string_view piece) { text += piece; });
+    return text;
+  }
   const SplitSource& from = source(split);
   const std::string bytes = read_bytes(from);
   if (from.percent_begin == 0 && from.percent_end == 100) return bytes;
@@ -163,27 +183,65 @@ std::string Corpus::read_text(std::string_view split) const {
 void Corpus::for_each_text_piece(std::string_view split, size_t max_piece_bytes,
                                  const std::function<void(std::string_view piece)>& visit) const {
   ROTA_CHECK(max_piece_bytes > 0, "data: for_each_text_piece needs max_piece_bytes > 0");
-  const std::string text = read_text(split);
-  const std::string_view all(text);
-  size_t begin = 0;
-  while (begin < all.size()) {
-    size_t end = all.size();
-    if (all.size() - begin > max_piece_bytes) {
-      // The last line end within the limit; a longer line goes whole to its first end.
-      const size_t within = all.rfind('\n', begin + max_piece_bytes - 1);
-      if (within != std::string_view::npos && within >= begin) {
-        end = within + 1;
-      } else {
-        const size_t next = all.find('\n', begin + max_piece_bytes);
-        end = next == std::string_view::npos ? all.size() : next + 1;
-      }
+  ROTA_CHECK(format_ == CorpusFormat::kText, "data: corpus {} is a TSV corpus; use tsv_split('{}')",
+             name_, split);
+  if (file_source_) return file_source_->for_each_text_piece(split, max_piece_bytes, visit);
+  const SplitSource& from = source(split);
+  const std::vector<std::filesystem::path> files = split_files(split);
+  // The lines of the files joined as read_bytes joins them ('\n' added between files when the
+  // text so far does not end with one).
+  const auto for_each_line = [&](const LineSplitter::Emit& emit) {
+    LineSplitter lines(name_, emit);
+    for (const std::filesystem::path& file : files) {
+      if (!lines.at_line_start()) lines.feed("\n");
+      for_each_block(file, size_t{1} << 20, [&](std::string_view block) { lines.feed(block); });
     }
-    visit(all.substr(begin, end - begin));
-    begin = end;
+    lines.finish();
+  };
+  PieceBuilder pieces(max_piece_bytes, visit);
+  if (from.percent_begin == 0 && from.percent_end == 100) {
+    for_each_line([&](std::string_view line) { pieces.add(line); });
+  } else {
+    // A UTF-8 unit never spans a '\n', so counting line by line counts the joined text.
+    int64_t total = 0;
+    for_each_line([&](std::string_view line) { total += utf8_unit_count(line); });
+    const int64_t begin = total * from.percent_begin / 100;
+    const int64_t end = total * from.percent_end / 100;
+    int64_t at = 0;  // units before this line
+    for_each_line([&](std::string_view line) {
+      const int64_t count = utf8_unit_count(line);
+      const int64_t lo = std::max(at, begin);
+      const int64_t hi = std::min(at + count, end);
+      if (lo < hi) {
+        const size_t a = utf8_unit_offset(line, lo - at);
+        const size_t b = utf8_unit_offset(line, hi - at);
+        pieces.add(line.substr(a, b - a));
+      }
+      at += count;
+    });
   }
+  pieces.finish();
+}
+
+std::vector<std::filesystem::path> Corpus::split_files(std::string_view split) const {
+  if (file_source_) return file_source_->files(split);
+  const SplitSource& from = source(split);
+  if (from.registered_file >= 0) {
+    return {locate_corpus_file(info_, info_.files[from.registered_file], options_)};
+  }
+  return from.local_files;
+}
+
+Corpus Corpus::open_files(FileSourceSpec spec) {
+  Corpus corpus;
+  corpus.name_ = spec.train;
+  corpus.file_source_ = std::make_shared<const FileSource>(std::move(spec));
+  return corpus;
 }
 
 TsvSplit Corpus::tsv_split(std::string_view split) const {
+  ROTA_CHECK(!file_source_, "data: {} is read from data.files; use file_source() for its records",
+             name_);
   ROTA_CHECK(format_ == CorpusFormat::kTsv, "data: corpus {} is a text corpus; use read_text('{}')",
              name_, split);
   const SplitSource& from = source(split);

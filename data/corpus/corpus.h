@@ -4,12 +4,14 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "data/corpus/corpus_registry.h"
 #include "data/corpus/data_options.h"
+#include "data/source/file_source.h"
 
 namespace rota::data {
 
@@ -38,6 +40,10 @@ class Corpus {
   /// nor an existing path.
   static Corpus open(std::string_view name_or_path,
                      const DataOptions& options = default_data_options());
+  /// The user's own files (a recipe's data.files): splits train, valid (given, or held out of
+  /// train) and test (when given). Its text (read_text, for_each_text_piece) is FileSource's
+  /// language-model text; classifiers read its records through file_source(). format() is kText.
+  static Corpus open_files(FileSourceSpec spec);
 
   const std::string& name() const { return name_; }
   CorpusFormat format() const { return format_; }
@@ -48,11 +54,18 @@ class Corpus {
   std::string read_text(std::string_view split) const;
   /// The text of a split of a text corpus in pieces, in order: each piece ends just after a
   /// '\n' (except the last), and is at most max_piece_bytes long unless one line is longer.
-  /// The pieces joined are read_text(split). Line-separable tokenizers (Tokenizer::encode)
+  /// The pieces joined are read_text(split). Files are read in blocks, never whole (for a cut
+  /// single-file corpus a first pass counts its characters); memory is bounded by
+  /// max_piece_bytes and the longest line. Line-separable tokenizers (Tokenizer::encode)
   /// give the same ids piece by piece as for the whole text, which is what lets a large corpus
   /// be tokenised in parallel and without holding it whole.
   void for_each_text_piece(std::string_view split, size_t max_piece_bytes,
                            const std::function<void(std::string_view piece)>& visit) const;
+  /// The files a split's text is read from, in order (registered files are located, and fetched
+  /// when allowed); for a cut single-file corpus, the whole file.
+  std::vector<std::filesystem::path> split_files(std::string_view split) const;
+  /// The user's files behind open_files, or nullptr.
+  const FileSource* file_source() const { return file_source_.get(); }
   /// The file of a split of a TSV corpus.
   TsvSplit tsv_split(std::string_view split) const;
   /// TSV corpora: the default text columns and label column ({"sentence"}, "label").
@@ -79,6 +92,7 @@ class Corpus {
   std::vector<SplitSource> sources_;
   std::vector<std::string> text_columns_ = {"sentence"};
   std::string label_column_ = "label";
+  std::shared_ptr<const FileSource> file_source_;  // open_files only
 };
 
 }  // namespace rota::data

@@ -36,6 +36,40 @@ ClassificationDataset::ClassificationDataset(const TsvTable& table, const Tokeni
       pad_to_max_length_(options.pad_to_max_length) {
   const size_t texts = options.text_columns.size();
   ROTA_CHECK(texts == 1 || texts == 2, "classification: 1 or 2 text columns, got {}", texts);
+  if (options.add_cls) tokenizer.specials().require(SpecialToken::kCls, "classification");
+  if (texts == 2 && options.add_sep) {
+    tokenizer.specials().require(SpecialToken::kSep, "classification");
+  }
+  std::vector<int64_t> columns;
+  for (const std::string& name : options.text_columns) columns.push_back(table.column(name));
+  const int64_t label_column = labeled_ ? table.column(options.label_column) : -1;
+  std::vector<TextExample> examples(table.rows.size());
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    TextExample& example = examples[r];
+    example.text = table.rows[r][columns[0]];
+    if (texts == 2) example.text_pair = table.rows[r][columns[1]];
+    example.label = labeled_ ? parse_label(table, r, table.rows[r][label_column]) : kIgnoreIndex;
+    example.origin = table.source + ":" + std::to_string(table.line_numbers[r]);
+  }
+  build(examples, tokenizer, options, table.source);
+}
+
+ClassificationDataset::ClassificationDataset(const std::vector<TextExample>& examples,
+                                             const Tokenizer& tokenizer,
+                                             const ClassificationOptions& options)
+    : labeled_(!options.label_column.empty()),
+      pad_id_(padding_id(tokenizer)),
+      max_length_(options.max_length),
+      pad_to_max_length_(options.pad_to_max_length) {
+  build(examples, tokenizer, options,
+        examples.empty() ? std::string("<no examples>") : examples.front().origin);
+}
+
+void ClassificationDataset::build(const std::vector<TextExample>& examples,
+                                  const Tokenizer& tokenizer, const ClassificationOptions& options,
+                                  const std::string& source) {
+  const size_t texts = options.text_columns.size();
+  ROTA_CHECK(texts == 1 || texts == 2, "classification: 1 or 2 text columns, got {}", texts);
   const int64_t cls =
       options.add_cls ? tokenizer.specials().require(SpecialToken::kCls, "classification") : -1;
   const int64_t sep = texts == 2 && options.add_sep
@@ -44,14 +78,18 @@ ClassificationDataset::ClassificationDataset(const TsvTable& table, const Tokeni
   const int64_t reserved = (cls >= 0) + (sep >= 0);
   ROTA_CHECK(options.max_length > reserved + static_cast<int64_t>(texts) - 1,
              "classification: max_length {} leaves no room for text", options.max_length);
-  std::vector<int64_t> columns;
-  for (const std::string& name : options.text_columns) columns.push_back(table.column(name));
-  const int64_t label_column = labeled_ ? table.column(options.label_column) : -1;
 
   int64_t max_label = -1;
-  for (size_t r = 0; r < table.rows.size(); ++r) {
+  for (const TextExample& example : examples) {
     std::vector<int64_t> parts[2];
-    for (size_t t = 0; t < texts; ++t) parts[t] = tokenizer.encode(trim(table.rows[r][columns[t]]));
+    for (size_t t = 0; t < texts; ++t) {
+      const std::string& text = t == 0 ? example.text : example.text_pair;
+      try {
+        parts[t] = tokenizer.encode(trim(text));
+      } catch (const Error& e) {
+        fail("data: {}: {}", example.origin, e.what());
+      }
+    }
     // Longest-first truncation of the texts to the room left by the special tokens.
     const int64_t room = options.max_length - reserved;
     bool truncated = false;
@@ -70,15 +108,14 @@ ClassificationDataset::ClassificationDataset(const TsvTable& table, const Tokeni
       sequence.insert(sequence.end(), parts[1].begin(), parts[1].end());
     }
     sequences_.push_back(std::move(sequence));
-    const int64_t label =
-        labeled_ ? parse_label(table, r, table.rows[r][label_column]) : kIgnoreIndex;
+    const int64_t label = labeled_ ? example.label : kIgnoreIndex;
     max_label = std::max(max_label, label);
     labels_.push_back(label);
   }
   num_classes_ =
       options.num_classes > 0 ? options.num_classes : std::max<int64_t>(2, max_label + 1);
   ROTA_CHECK(max_label < num_classes_, "classification: {} has label {} but num_classes is {}",
-             table.source, max_label, num_classes_);
+             source, max_label, num_classes_);
 }
 
 ClassificationDataset ClassificationDataset::from_corpus(const Corpus& corpus,

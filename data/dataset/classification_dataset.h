@@ -31,6 +31,15 @@ struct ClassificationOptions {
   TsvHeader header = TsvHeader::kDetect;
 };
 
+/// One example before tokenisation: its text(s), class id (kIgnoreIndex: unlabelled) and where
+/// it came from ("file:line", for messages).
+struct TextExample {
+  std::string text;
+  std::string text_pair;  // used with two text columns
+  int64_t label = -100;
+  std::string origin;
+};
+
 /// Each row becomes [<cls>] encode(text1) [<sep>] [encode(text2)], texts trimmed of leading
 /// and trailing whitespace. Too-long sequences lose tokens from the end of the longer text
 /// first (longest-first truncation), never the special tokens. Batches are padded with
@@ -38,6 +47,11 @@ struct ClassificationOptions {
 class ClassificationDataset {
  public:
   ClassificationDataset(const TsvTable& table, const Tokenizer& tokenizer,
+                        const ClassificationOptions& options);
+  /// From examples whose labels are already class ids (options.text_columns only counts the
+  /// texts: 2 = pairs; options.label_column empty = unlabelled). An example the tokenizer
+  /// cannot encode is an error naming its origin.
+  ClassificationDataset(const std::vector<TextExample>& examples, const Tokenizer& tokenizer,
                         const ClassificationOptions& options);
   /// Reads a split of a TSV corpus (header per options.header, detected by default; a split
   /// the registry marks unlabelled is read without labels).
@@ -58,6 +72,9 @@ class ClassificationDataset {
   ClassificationBatch batch(std::span<const int64_t> indices) const;
 
  private:
+  void build(const std::vector<TextExample>& examples, const Tokenizer& tokenizer,
+             const ClassificationOptions& options, const std::string& source);
+
   std::vector<std::vector<int64_t>> sequences_;
   std::vector<int64_t> labels_;
   int64_t num_classes_ = 0;

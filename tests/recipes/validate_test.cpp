@@ -208,7 +208,8 @@ const Rule kRules[] = {
      "model.classifier.num_classes: cola has 2 classes (got 3)"},
     {"classifier_needs_tsv",
      {"model.kind=CLASSIFIER", "model.classifier.num_classes=2"},
-     "data.corpus: a CLASSIFIER needs labelled TSV data (corpus sst-2 or cola, or tsv_dir), not "
+     "data.corpus: a CLASSIFIER needs labelled TSV data (corpus sst-2 or cola, or tsv_dir, or "
+     "files), not "
      "running text"},
     {"classifier_needs_tsv_not_text_dir",
      {"model.kind=CLASSIFIER", "model.classifier.num_classes=2", "data.text_dir=/tmp/text"},
@@ -224,7 +225,7 @@ const Rule kRules[] = {
     // ---- data ----
     {"source_required",
      {"data={tokenizer {kind: BYTE}}"},
-     "data: no data source; set one of corpus, text_dir, tsv_dir"},
+     "data: no data source; set one of corpus, text_dir, tsv_dir, files"},
     {"unknown_corpus",
      {"data.corpus=wikitext2"},
      "data.corpus: unknown corpus 'wikitext2' (did you mean 'wikitext-2'?); registered: "
@@ -249,8 +250,8 @@ const Rule kRules[] = {
      "data.tsv_dir: a MASKED_LM trains on running text"},
     {"tsv_columns_only_for_tsv",
      {"data.tsv.text=2"},
-     "data.tsv: does not apply: TSV columns only apply to TSV data (tsv_dir, sst-2, cola); remove "
-     "it"},
+     "data.tsv: does not apply: TSV columns only apply to TSV data (tsv_dir, sst-2, cola); "
+     "data.files names its fields in text_field, text_pair_field and label_field; remove it"},
     {"tsv_label_differs",
      {"model.kind=CLASSIFIER", "model.classifier.num_classes=2", "data.tsv_dir=/x",
       "data.tsv={text: \"sentence\" label: \"sentence\"}"},
@@ -267,6 +268,51 @@ const Rule kRules[] = {
      {"model.kind=CLASSIFIER", "model.classifier.num_classes=2", "data.tsv_dir=/x",
       "data.tsv.text_pair=label"},
      "data.tsv.text_pair: must be a column other than text and label (got 'label')"},
+    // ---- data.files ----
+    {"files_train_required",
+     {"data.files={valid: \"v.txt\"}"},
+     "data.files.train: required: a file, a directory or a glob pattern"},
+    {"files_classifier_refuses_text_format",
+     {"model.kind=CLASSIFIER", "model.classifier.num_classes=2",
+      "data.files={train: \"a.csv\" format: TEXT}"},
+     "data.files.format: a CLASSIFIER needs labelled records (JSONL, CSV or TSV), not TEXT files"},
+    {"files_classifier_refuses_txt_extension",
+     {"model.kind=CLASSIFIER", "model.classifier.num_classes=2",
+      "data.files={train: \"d/train.TXT\"}"},
+     "data.files.train: 'd/train.TXT' is a text file, but a CLASSIFIER needs labelled records"},
+    {"files_text_refuses_structured_files",
+     {"data.files={train: \"a.txt\" valid: \"v.JSONL\" format: TEXT}"},
+     "data.files.valid: 'v.JSONL' is JSON/CSV/TSV data, but format TEXT reads running text"},
+    {"text_dir_refuses_jsonl",
+     {"data.text_dir=\"data/train.jsonl\""},
+     "data.text_dir: 'data/train.jsonl' is JSON/CSV/TSV data, but text_dir reads running text"},
+    {"files_text_field_not_for_text",
+     {"data.files={train: \"a.txt\" format: TEXT text_field: \"body\"}"},
+     "data.files.text_field: does not apply: a TEXT file has no fields (for JSON Lines or CSV set "
+     "format JSONL, CSV or TSV); remove it"},
+    {"files_labels_not_for_language_models",
+     {"data.files={train: \"a.jsonl\" labels: [\"a\", \"b\"]}"},
+     "data.files.labels: does not apply: only a CLASSIFIER reads labels and text pairs (language "
+     "models read text_field); remove it"},
+    {"files_labels_unique",
+     {"model.kind=CLASSIFIER", "model.classifier.num_classes=3",
+      "data.files={train: \"a.csv\" labels: [\"neg\", \"pos\", \"neg\"]}"},
+     "data.files.labels[2]: \"neg\" is listed twice"},
+    {"files_labels_match_num_classes",
+     {"model.kind=CLASSIFIER", "model.classifier.num_classes=3",
+      "data.files={train: \"a.csv\" labels: [\"neg\", \"pos\"]}"},
+     "model.classifier.num_classes: 3 classes, but data.files.labels lists 2"},
+    {"files_label_field_differs",
+     {"model.kind=CLASSIFIER", "model.classifier.num_classes=2",
+      "data.files={train: \"a.csv\" text_field: \"x\" label_field: \"x\"}"},
+     "data.files.label_field: is the same field as text_field ('x')"},
+    {"files_valid_fraction_range",
+     {"data.files={train: \"a.txt\" valid_fraction: 1}"},
+     "data.files.valid_fraction: must be in (0, 1) (got 1)"},
+    {"files_valid_fraction_needs_no_valid",
+     {"data.files={train: \"a.txt\" valid: \"b.txt\" valid_fraction: 0.1}"},
+     "data.files.valid_fraction: does not apply: valid is given (valid_fraction holds records out "
+     "of train when it is not); remove it"},
     {"removed_field_is_unknown", {"data.valid_fraction=0.1"}, "unknown field 'valid_fraction'"},
     {"sentencepiece_coverage",
      {"data.tokenizer={kind: SENTENCEPIECE_BPE vocab_size: 64 character_coverage: 0}"},
@@ -452,6 +498,14 @@ TEST(RecipeValidate, ValidVariantsPass) {
       {"data.prepared=/x"},
       {"model.kind=MASKED_LM", "data.prepared=/x", "data.tokenizer={kind: BYTE}"},
       {"data.prepared=/x", "data.tokenizer={kind: WORD vocab_size: 100 min_freq: 2}"},
+      {"data.files={train: \"corpus/*.txt\" valid: \"v.jsonl\" test: \"t\"}"},
+      {"data.files={train: \"a.jsonl\" text_field: \"meta.body\" valid_fraction: 0.1}"},
+      {"model.kind=MASKED_LM", "data.files={train: \"a.txt\" format: TEXT}"},
+      {"model.kind=CLASSIFIER", "model.classifier.num_classes=2",
+       "data.files={train: \"a.csv\" text_field: \"review\" label_field: \"stars\" labels: "
+       "[\"neg\", \"pos\"]}"},
+      {"model.kind=CLASSIFIER", "model.classifier.num_classes=3",
+       "data.files={train: \"a.txt\" format: CSV text_pair_field: \"hypothesis\"}"},
       {"data.tokenizer={kind: SENTENCEPIECE_UNIGRAM vocab_size: 64 character_coverage: 0.9995 "
        "byte_fallback: true}"},
       {"data.corpus=wikitext-2", "data.tokenizer={kind: WORD vocab_size: 10000 min_freq: 3}"},
@@ -479,6 +533,18 @@ TEST(RecipeValidate, ErrorInTheFileIsLocatedAtTheField) {
   text.replace(text.find("width: 64"), 9, "width: 66");
   // heads is on line 7, column 3.
   EXPECT_EQ(load_error(text), "test.txtpb:7:3: model.heads: width 66 is not divisible by heads 4");
+}
+
+TEST(RecipeValidate, DuplicateFileLabelIsLocatedAtItsEntry) {
+  std::string text = kBaseRecipe;
+  text.replace(text.find("kind: CAUSAL_LM"), 15,
+               "kind: CLASSIFIER\n  classifier { num_classes: 2 }");
+  text.replace(text.find("corpus: \"tinyshakespeare\""), 25,
+               "files {\n    train: \"a.csv\"\n    labels: \"neg\"\n    labels: \"neg\"\n  }");
+  const std::string error = load_error(text);
+  EXPECT_NE(error.find("data.files.labels[1]: \"neg\" is listed twice"), std::string::npos)
+      << error;
+  EXPECT_EQ(error.rfind("test.txtpb:", 0), 0u) << error;
 }
 
 TEST(RecipeValidate, ErrorFromAnOverrideNamesTheOverride) {

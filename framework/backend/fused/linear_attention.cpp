@@ -306,7 +306,11 @@ std::vector<T> decay_powers(const char* op, const Tensor& decay, const Tensor& q
 // Slice g's rows of x (rows unit-stride: with_unit_stride_rows).
 template <typename T>
 Rows<T> slice_rows(const Tensor& x, const std::vector<int64_t>& offsets, int64_t g) {
-  return {x.data<std::remove_const_t<T>>() + offsets[g], x.strides()[x.dim() - 2]};
+  // A single row's stride is arbitrary (a size-1 dim may have any stride, even 1); the products
+  // never step past it, so give it the row width the block products expect as a leading dim.
+  const int64_t rows = x.size(x.dim() - 2);
+  const int64_t ld = rows == 1 ? x.size(x.dim() - 1) : x.strides()[x.dim() - 2];
+  return {x.data<std::remove_const_t<T>>() + offsets[g], ld};
 }
 
 // The operands as the kernels read them — q, k, v and a fourth tensor of v's shape (dO for a

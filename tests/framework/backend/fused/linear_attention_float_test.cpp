@@ -2,6 +2,7 @@
 // ROTA_MAX_CPU_ISA picks) against the f64 kernels on the same values, forward and backward.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -162,6 +163,50 @@ TEST(LinearAttentionLayout, HeadViewsGiveTheSameBitsAndOutputAndDvMergeHeadsForF
   const Tensor qt = q.transpose(2, 3).contiguous().transpose(2, 3);
   EXPECT_TRUE(same_bits(backend::causal_linear_attention_forward(qt, k, v, 64),
                         backend::causal_linear_attention_forward(q, k, v, 64)));
+}
+
+// One position (N = 1): a size-1 dim may carry any stride (views give 1, or the row width); the
+// kernels must not treat it as a leading dimension. Every layout gives the dense result.
+TEST(LinearAttentionLayout, OnePositionWithAnyRowStride) {
+  Generator gen(35);
+  const int64_t b = 2, h = 3, f = 16, d = 12;
+  const auto [q, k, v] = random_qkv(gen, b, h, 1, f, d, DType::kF32);
+  const Tensor g = randn({b, h, 1, d}, gen);
+  // [B, H, D] viewed as [B, H, 1, D], and [B, 1, H, D] with its heads moved forward.
+  using Layout = std::function<Tensor(const Tensor&)>;
+  const Layout squeezed_view = [](const Tensor& x) {
+    return x.reshape({x.size(0), x.size(1), x.size(3)}).contiguous().view(x.shape());
+  };
+  const Layout head_view = [](const Tensor& x) {
+    return x.permute({0, 2, 1, 3}).contiguous().permute({0, 2, 1, 3});
+  };
+  for (bool causal : {true, false}) {
+    const Tensor dense = causal ? backend::causal_linear_attention_forward(q, k, v, 64)
+                                : backend::bidirectional_linear_attention_forward(q, k, v);
+    const auto dense_grads = causal ? backend::causal_linear_attention_backward(q, k, v, g, 64)
+                                    : backend::bidirectional_linear_attention_backward(q, k, v, g);
+    for (const Layout& layout : {squeezed_view, head_view}) {
+      const Tensor ql = layout(q), kl = layout(k), vl = layout(v), gl = layout(g);
+      const Tensor out = causal ? backend::causal_linear_attention_forward(ql, kl, vl, 64)
+                                : backend::bidirectional_linear_attention_forward(ql, kl, vl);
+      EXPECT_EQ(out.to_double_vector(), dense.to_double_vector()) << causal;
+      const auto grads = causal ? backend::causal_linear_attention_backward(ql, kl, vl, gl, 64)
+                                : backend::bidirectional_linear_attention_backward(ql, kl, vl, gl);
+      EXPECT_EQ(grads.dq.to_double_vector(), dense_grads.dq.to_double_vector()) << causal;
+      EXPECT_EQ(grads.dk.to_double_vector(), dense_grads.dk.to_double_vector()) << causal;
+      EXPECT_EQ(grads.dv.to_double_vector(), dense_grads.dv.to_double_vector()) << causal;
+    }
+    // And the dense result is the f64 one: one key, so O = (q·k) v.
+    const std::vector<double> qd = q.to_double_vector(), kd = k.to_double_vector(),
+                              vd = v.to_double_vector(), od = dense.to_double_vector();
+    for (int64_t s = 0; s < b * h; ++s) {
+      double score = 0;
+      for (int64_t x = 0; x < f; ++x) score += qd[s * f + x] * kd[s * f + x];
+      for (int64_t y = 0; y < d; ++y)
+        EXPECT_NEAR(od[s * d + y], score * vd[s * d + y],
+                    1e-5 * (1 + std::abs(score * vd[s * d + y])));
+    }
+  }
 }
 
 // No positions (N = 0): empty outputs and gradients, no crash, both forms.
