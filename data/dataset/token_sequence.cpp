@@ -107,37 +107,58 @@ std::vector<int64_t> TokenSequence::to_vector() const {
   return ids;
 }
 
-TokenSequenceBuilder::TokenSequenceBuilder(TokenWidth width) : width_(width) {}
+TokenSequenceBuilder::TokenSequenceBuilder(TokenWidth width, int64_t chunk_ids)
+    : width_(width), chunk_ids_(chunk_ids) {
+  ROTA_CHECK(chunk_ids > 0, "token sequence: chunks must hold at least one id");
+}
+
+namespace {
+
+// Appends ids to the last chunk, opening chunks of `chunk_ids` capacity as they fill.
+template <typename T>
+void append_chunked(std::vector<std::vector<T>>& chunks, std::span<const int64_t> ids,
+                    TokenWidth width, int64_t chunk_ids) {
+  while (!ids.empty()) {
+    if (chunks.empty() || static_cast<int64_t>(chunks.back().size()) == chunk_ids) {
+      chunks.emplace_back();
+      chunks.back().reserve(static_cast<size_t>(chunk_ids));
+    }
+    std::vector<T>& chunk = chunks.back();
+    const size_t n = std::min(ids.size(), static_cast<size_t>(chunk_ids) - chunk.size());
+    const size_t old = chunk.size();
+    chunk.resize(old + n);
+    narrow_ids(ids.first(n), width, chunk.data() + old);
+    ids = ids.subspan(n);
+  }
+}
+
+template <typename T>
+std::shared_ptr<const TokenSequence> finish_chunks(std::vector<std::vector<T>>& chunks,
+                                                   TokenWidth width) {
+  auto owned = std::make_shared<std::vector<std::vector<T>>>(std::move(chunks));
+  chunks.clear();
+  if (!owned->empty()) owned->back().shrink_to_fit();  // the last chunk only: at most one chunk
+  std::vector<TokenSequence::Segment> segments;
+  for (const auto& chunk : *owned) {
+    segments.push_back({chunk.data(), static_cast<int64_t>(chunk.size())});
+  }
+  return std::make_shared<const TokenSequence>(width, std::move(segments), owned);
+}
+
+}  // namespace
 
 void TokenSequenceBuilder::append(std::span<const int64_t> ids) {
   if (width_ == TokenWidth::kU16) {
-    const size_t old = u16_.size();
-    u16_.resize(old + ids.size());
-    narrow_ids(ids, width_, u16_.data() + old);
+    append_chunked(u16_, ids, width_, chunk_ids_);
   } else {
-    const size_t old = u32_.size();
-    u32_.resize(old + ids.size());
-    narrow_ids(ids, width_, u32_.data() + old);
+    append_chunked(u32_, ids, width_, chunk_ids_);
   }
-}
-
-int64_t TokenSequenceBuilder::size() const {
-  return static_cast<int64_t>(width_ == TokenWidth::kU16 ? u16_.size() : u32_.size());
+  size_ += static_cast<int64_t>(ids.size());
 }
 
 std::shared_ptr<const TokenSequence> TokenSequenceBuilder::finish() {
-  if (width_ == TokenWidth::kU16) {
-    auto owned = std::make_shared<std::vector<uint16_t>>(std::move(u16_));
-    owned->shrink_to_fit();
-    u16_.clear();
-    const TokenSequence::Segment segment{owned->data(), static_cast<int64_t>(owned->size())};
-    return std::make_shared<const TokenSequence>(width_, std::vector{segment}, owned);
-  }
-  auto owned = std::make_shared<std::vector<uint32_t>>(std::move(u32_));
-  owned->shrink_to_fit();
-  u32_.clear();
-  const TokenSequence::Segment segment{owned->data(), static_cast<int64_t>(owned->size())};
-  return std::make_shared<const TokenSequence>(width_, std::vector{segment}, owned);
+  size_ = 0;
+  return width_ == TokenWidth::kU16 ? finish_chunks(u16_, width_) : finish_chunks(u32_, width_);
 }
 
 TokenStream make_token_stream(std::span<const int64_t> tokens) {

@@ -53,18 +53,22 @@ class TokenSequence {
 };
 
 /// Appends ids into owned memory of one width; ids outside the width's range are an error.
+/// Memory grows in fixed chunks (segments of the sequence), never by copying what is there, so
+/// building N ids needs N ids of memory plus one chunk.
 class TokenSequenceBuilder {
  public:
-  explicit TokenSequenceBuilder(TokenWidth width);
+  explicit TokenSequenceBuilder(TokenWidth width, int64_t chunk_ids = int64_t{1} << 24);
   void append(std::span<const int64_t> ids);
-  int64_t size() const;
+  int64_t size() const { return size_; }
   /// The sequence built so far (the builder is empty afterwards).
   std::shared_ptr<const TokenSequence> finish();
 
  private:
   TokenWidth width_;
-  std::vector<uint16_t> u16_;
-  std::vector<uint32_t> u32_;
+  int64_t chunk_ids_;
+  int64_t size_ = 0;
+  std::vector<std::vector<uint16_t>> u16_;
+  std::vector<std::vector<uint32_t>> u32_;
 };
 
 /// Converts ids to `width` into out (ids.size() * token_bytes(width) bytes); an id outside

@@ -65,6 +65,28 @@ TEST(TokenSequence, MakeTokenStreamPicksTheNarrowestWidthAndKeepsTheIds) {
   expect_error([] { make_token_stream(std::vector<int64_t>{int64_t{1} << 32}); }, "4294967296");
 }
 
+TEST(TokenSequence, BuilderFillsFixedChunksAndKeepsEveryId) {
+  for (TokenWidth width : {TokenWidth::kU16, TokenWidth::kU32}) {
+    const std::vector<int64_t> ids = random_ids(1000, 65536, 4);
+    TokenSequenceBuilder builder(width, /*chunk_ids=*/7);
+    // Appends of every size: empty, within a chunk, across several chunks.
+    size_t at = 0;
+    for (size_t n : {0, 3, 4, 1, 20, 0, 100, 872}) {
+      builder.append(std::span(ids).subspan(at, n));
+      at += n;
+      EXPECT_EQ(builder.size(), static_cast<int64_t>(at));
+    }
+    ASSERT_EQ(at, ids.size());
+    const TokenStream seq = builder.finish();
+    EXPECT_EQ(seq->width(), width);
+    EXPECT_EQ(seq->to_vector(), ids);
+    std::vector<int64_t> window(30);
+    seq->copy_to(5, 30, window.data());  // crosses five chunk boundaries
+    EXPECT_EQ(window, std::vector<int64_t>(ids.begin() + 5, ids.begin() + 35));
+    EXPECT_EQ(builder.finish()->size(), 0);
+  }
+}
+
 TEST(TokenSequence, BuilderRefusesIdsOutsideItsWidth) {
   TokenSequenceBuilder builder(TokenWidth::kU16);
   builder.append(std::vector<int64_t>{1, 2});
