@@ -139,6 +139,26 @@ TEST(PrepareRun, MaskedLmTrainsBitIdenticallyFromThePreparedDirectory) {
   expect_prepared_trains_like_raw("tiny_masked_lm");
 }
 
+TEST(PrepareRun, AJsonLinesFilesSourceTrainsBitIdenticallyFromThePreparedDirectory) {
+  // data.files: the text field of JSON Lines records, validation held out from train.
+  TempDir tmp;
+  {
+    std::ofstream out(tmp / "a.jsonl");
+    for (int i = 0; i < 3000; ++i) {
+      out << "{\"text\": \"line " << i << " of the story, word " << (i * 7919) % 1000
+          << " and more words\"}\n";
+    }
+  }
+  const std::string files = "data.files={train: \"" + (tmp / "a.jsonl").string() +
+                            "\" text_field: \"text\" valid_fraction: 0.05}";
+  const fs::path prepared = tmp / "prepared";
+  ASSERT_EQ(prepare("tiny_causal_lm", prepared, {files}), kExitOk);
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "raw", {files}), kExitOk);
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "from-prepared", {"data.prepared=" + prepared.string()}),
+            kExitOk);
+  expect_same_training(tmp / "raw", tmp / "from-prepared");
+}
+
 TEST(PrepareRun, ResumeFromAPreparedDirectoryIsBitExact) {
   TempDir tmp;
   const fs::path prepared = tmp / "prepared";
