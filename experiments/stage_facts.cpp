@@ -9,6 +9,7 @@
 
 #include "app/setup/data_source_setup.h"
 #include "data/corpus/corpus.h"
+#include "data/prepared/prepared_corpus.h"
 #include "framework/base/error.h"
 #include "framework/base/file_io.h"
 #include "framework/io/checkpoint.h"
@@ -76,6 +77,10 @@ void read_training_facts(const fs::path& run_dir, StageResult& stage) {
 std::string evaluation_split(const recipes::Recipe& recipe) {
   const std::string source = app::recipe_source_name(recipe.data());
   try {
+    if (recipe.data().has_prepared()) {
+      return data::PreparedCorpus::open(recipe.data().prepared()).has_split("test") ? "test"
+                                                                                    : "valid";
+    }
     const data::Corpus corpus = app::open_recipe_corpus(recipe, data::default_data_options());
     if (!corpus.has_split("test")) return "valid";
     if (corpus.format() != data::CorpusFormat::kTsv) return "test";

@@ -71,8 +71,8 @@ const std::map<std::string, Rule>& rules() {
        })},
       {"rota.recipes.Data.tsv", rule<Data>([](const Recipe&, const Data& data) {
          const KnownCorpus* corpus = data.has_corpus() ? find_corpus(data.corpus()) : nullptr;
-         const bool text =
-             data.has_text_dir() || data.has_files() || (corpus != nullptr && !corpus->tsv);
+         const bool text = data.has_text_dir() || data.has_files() || data.has_prepared() ||
+                           (corpus != nullptr && !corpus->tsv);
          return unless(!text,
                        "TSV columns only apply to TSV data (tsv_dir, sst-2, cola); data.files "
                        "names its fields in text_field, text_pair_field and label_field");

@@ -34,7 +34,7 @@ bool is_tsv_source(const Data& data) {
 }
 
 bool is_text_source(const Data& data) {
-  if (data.has_text_dir() || data.has_files()) return true;
+  if (data.has_text_dir() || data.has_files() || data.has_prepared()) return true;
   const KnownCorpus* corpus = data.has_corpus() ? find_corpus(data.corpus()) : nullptr;
   return corpus != nullptr && !corpus->tsv;
 }

@@ -47,6 +47,7 @@ std::string recipe_source_name(const recipes::Data& d) {
   if (d.has_text_dir()) return d.text_dir();
   if (d.has_tsv_dir()) return d.tsv_dir();
   if (d.has_files()) return d.files().train();
+  if (d.has_prepared()) return d.prepared();
   return "";
 }
 

@@ -16,7 +16,8 @@ data::FileSourceSpec file_source_spec(const recipes::Recipe& recipe);
 /// would be read as running text); data.files paths are expanded and their formats resolved.
 data::Corpus open_recipe_corpus(const recipes::Recipe& recipe, const data::DataOptions& options);
 
-/// The recipe's source as one string, for messages: the corpus name or path, or data.files.train.
+/// The recipe's source as one string, for messages: the corpus name or path, data.files.train,
+/// or the prepared directory.
 std::string recipe_source_name(const recipes::Data& data);
 
 }  // namespace rota::app

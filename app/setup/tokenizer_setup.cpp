@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "app/setup/data_source_setup.h"
+#include "app/setup/prepared_setup.h"
 #include "data/corpus/corpus.h"
 #include "data/dataset/tsv.h"
 #include "framework/base/file_io.h"
@@ -98,6 +99,7 @@ std::shared_ptr<const data::Tokenizer> obtain_tokenizer(
     const recipes::Recipe& recipe, const std::optional<fs::path>& checkpoint_dir,
     const data::DataOptions& data_options) {
   if (checkpoint_dir) return data::load_tokenizer(*checkpoint_dir);
+  if (recipe.data().has_prepared()) return prepared_tokenizer(recipe);
   const recipes::Tokenizer& t = recipe.data().tokenizer();
   if (t.has_path()) {
     auto tokenizer = data::load_tokenizer(t.path());

@@ -22,9 +22,10 @@ data::TokenizerSpec tokenizer_spec_from_recipe(const recipes::Recipe& recipe);
 
 /// The tokenizer of a run, first match wins:
 ///   1. `checkpoint_dir` (resume, eval, generate): the tokenizer saved in it;
-///   2. data.tokenizer.path: a tokenizer saved earlier;
-///   3. finetune.init_from: the pretrained checkpoint's tokenizer;
-///   4. built from the training split as data.tokenizer says.
+///   2. data.prepared: the prepared directory's tokenizer (prepared_setup.h);
+///   3. data.tokenizer.path: a tokenizer saved earlier;
+///   4. finetune.init_from: the pretrained checkpoint's tokenizer;
+///   5. built from the training split as data.tokenizer says.
 std::shared_ptr<const data::Tokenizer> obtain_tokenizer(
     const recipes::Recipe& recipe, const std::optional<std::filesystem::path>& checkpoint_dir,
     const data::DataOptions& data_options);

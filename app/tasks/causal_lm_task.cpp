@@ -14,14 +14,7 @@ CausalLmTask::CausalLmTask(TaskInputs inputs) : Task(std::move(inputs)) {
 }
 
 data::TokenStream CausalLmTask::split_tokens(const std::string& split) {
-  auto it = streams_.find(split);
-  if (it != streams_.end()) return it->second;
-  data::TokenStream stream = data::make_token_stream(tokenizer().encode(corpus().read_text(split)));
-  ROTA_CHECK(stream->size() >= 2, "data: the {} split of '{}' has {} tokens; need at least 2",
-             split, corpus().name(), stream->size());
-  io::log_info("data: {} split: {} tokens", split, stream->size());
-  streams_.emplace(split, stream);
-  return stream;
+  return source_.split(split, /*min_tokens=*/2);
 }
 
 int64_t CausalLmTask::prepare_training_data() {

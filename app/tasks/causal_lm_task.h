@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "app/tasks/lm_token_source.h"
 #include "app/tasks/task.h"
 #include "data/dataset/lm_dataset.h"
 #include "models/language_models.h"
@@ -21,7 +22,7 @@ class CausalLmTask : public Task {
   models::CausalLm& causal_lm() { return *model_; }
   train::MicroBatch next_micro_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
-  /// The token stream of a split (encoded once, cached).
+  /// The token stream of a split (encoded or mapped once, cached).
   data::TokenStream split_tokens(const std::string& split);
 
  protected:
@@ -29,7 +30,7 @@ class CausalLmTask : public Task {
 
  private:
   std::shared_ptr<models::CausalLm> model_;
-  std::map<std::string, data::TokenStream> streams_;
+  LmTokenSource source_{*this};
   std::optional<data::CausalLmDataset> train_data_;
 };
 

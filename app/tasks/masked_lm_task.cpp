@@ -20,8 +20,7 @@ data::MaskedLmDataset MaskedLmTask::make_dataset(const std::string& split, data:
   options.select_rate = m.probability();
   options.mask_rate = m.mask_fraction();
   options.random_rate = m.random_fraction();
-  data::TokenStream stream = data::make_token_stream(tokenizer().encode(corpus().read_text(split)));
-  io::log_info("data: {} split: {} tokens", split, stream->size());
+  const data::TokenStream stream = source_.split(split);
   return data::MaskedLmDataset(stream, recipe().data().sequence_length(), mode,
                                data::MlmMasker(tokenizer(), options), seeds_.masking,
                                data::padding_id(tokenizer()));

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "app/tasks/lm_token_source.h"
 #include "app/tasks/task.h"
 #include "data/dataset/mlm_dataset.h"
 #include "models/language_models.h"
@@ -30,6 +31,7 @@ class MaskedLmTask : public Task {
 
   std::shared_ptr<models::MaskedLm> model_;
   std::optional<data::MaskedLmDataset> train_data_;
+  LmTokenSource source_{*this};
 };
 
 }  // namespace rota::app

@@ -8,6 +8,7 @@
 #include "app/setup/tokenizer_setup.h"
 #include "app/tasks/causal_lm_task.h"
 #include "app/tasks/classifier_task.h"
+#include "app/tasks/lm_token_source.h"
 #include "app/tasks/masked_lm_task.h"
 #include "data/corpus/symbol_search.h"
 #include "framework/base/seed_mix.h"
@@ -61,6 +62,8 @@ Task::~Task() = default;
 
 const data::Corpus& Task::corpus() {
   if (!corpus_) {
+    ROTA_CHECK(!inputs_.recipe.data().has_prepared(), "data: a prepared corpus ({}) has no text",
+               inputs_.recipe.data().prepared());
     corpus_ =
         std::make_unique<data::Corpus>(open_recipe_corpus(inputs_.recipe, inputs_.data_options));
   }
@@ -68,6 +71,7 @@ const data::Corpus& Task::corpus() {
 }
 
 std::string Task::validation_split() {
+  if (recipe().data().has_prepared()) return prepared_validation_split(recipe().data().prepared());
   for (const char* name : {"valid", "validation", "dev"}) {
     if (corpus().has_split(name)) return name;
   }
@@ -163,6 +167,8 @@ void Task::load_data() {
 }
 
 void Task::check_text_splits() {
+  // A prepared directory's shards were checked (sizes, tokenizer) when training data was made.
+  if (recipe().data().has_prepared()) return;
   const data::Corpus& data = corpus();
   if (data.format() != data::CorpusFormat::kText) return;
   if (const data::FileSource* files = data.file_source()) files->check_all();

@@ -22,7 +22,7 @@ Command add_generate_command(CLI::App& app);
 Command add_ablate_command(CLI::App& app);
 /// `bench train`.
 std::vector<Command> add_bench_commands(CLI::App& app);
-/// `data list` and `data fetch`.
+/// `data list`, `data fetch`, `data prepare` and `data verify`.
 std::vector<Command> add_data_commands(CLI::App& app);
 
 }  // namespace rota::cli

@@ -3,8 +3,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
+#include "data/dataset/token_sequence.h"
 #include "data/tokenizer/tokenizer.h"
 #include "framework/tensor/tensor.h"
 
@@ -13,11 +15,12 @@ namespace rota::data {
 /// Target value of positions that carry no loss (PyTorch's CrossEntropyLoss ignore_index).
 inline constexpr int64_t kIgnoreIndex = -100;
 
-/// A token stream shared by the datasets built on it (the encoded split).
-using TokenStream = std::shared_ptr<const std::vector<int64_t>>;
-inline TokenStream make_token_stream(std::vector<int64_t> tokens) {
-  return std::make_shared<const std::vector<int64_t>>(std::move(tokens));
-}
+/// A token stream shared by the datasets built on it (the encoded split): compact ids in memory
+/// or memory-mapped shards of a prepared corpus (data/prepared/).
+using TokenStream = std::shared_ptr<const TokenSequence>;
+/// The ids in memory, 2 bytes each when all are below 65,536, else 4 (negative ids or ids from
+/// 2^32 on are an error).
+TokenStream make_token_stream(std::span<const int64_t> tokens);
 
 /// A language-model batch (causal or masked).
 struct LmBatch {

@@ -26,7 +26,7 @@ class TokenWindows {
   int64_t size() const { return windows_; }
   int64_t seq_len() const { return seq_len_; }
   /// Tokens in the stream (N).
-  int64_t token_count() const { return static_cast<int64_t>(tokens_->size()); }
+  int64_t token_count() const { return tokens_->size(); }
 
  protected:
   /// `what` names the dataset in errors; the stream must be set (checked here, first).
@@ -64,7 +64,10 @@ class TokenWindows {
     return batch;
   }
 
-  const int64_t* stream() const { return tokens_->data(); }
+  /// Copies stream ids [start, start + count) into out.
+  void copy_stream(int64_t start, int64_t count, int64_t* out) const {
+    tokens_->copy_to(start, count, out);
+  }
   int64_t pad_id() const { return pad_id_; }
 
  private:

@@ -22,7 +22,6 @@ MaskedLmDataset::MaskedLmDataset(TokenStream tokens, int64_t seq_len, WindowMode
 LmBatch MaskedLmDataset::batch(std::span<const int64_t> indices, int64_t epoch) const {
   const int64_t T = seq_len();
   const int64_t offset = cls_id_ >= 0 ? 1 : 0;
-  const int64_t* in = stream();
   return batch_of(indices, [&](int64_t w, const Window& window, int64_t* row, int64_t* row_targets,
                                float* mask) {
     const int64_t length = window.length;
@@ -30,7 +29,7 @@ LmBatch MaskedLmDataset::batch(std::span<const int64_t> indices, int64_t epoch) 
       row[0] = cls_id_;
       row_targets[0] = kIgnoreIndex;
     }
-    std::copy(in + window.start, in + window.start + length, row + offset);
+    copy_stream(window.start, length, row + offset);
     for (int64_t t = offset + length; t < T; ++t) {
       row[t] = pad_id();
       row_targets[t] = kIgnoreIndex;

@@ -98,8 +98,8 @@ double reference_loss(const fs::path& run, int64_t length, int64_t windows) {
   for (int64_t w = 0; w < windows; ++w) {
     std::vector<double> ids, targets;
     for (int64_t t = 0; t < length; ++t) {
-      ids.push_back(static_cast<double>((*stream)[w * length + t]));
-      targets.push_back(static_cast<double>((*stream)[w * length + t + 1]));
+      ids.push_back(static_cast<double>(stream->at(w * length + t)));
+      targets.push_back(static_cast<double>(stream->at(w * length + t + 1)));
     }
     const Tensor x = tensor_from(ids, {1, length}, DType::kI64);
     const Tensor y = tensor_from(targets, {1, length}, DType::kI64);

@@ -119,7 +119,7 @@ TEST(MaskedLmDataset, MaskingDependsOnlyOnSeedEpochAndWindow) {
     differs_by_epoch |= b.targets.at({0, t}) != c.targets.at({0, t});
     // Targets hold the original window's tokens.
     if (b.targets.at({0, t}) != kIgnoreIndex) {
-      EXPECT_EQ(b.targets.at({0, t}), (*stream)[7 * T + t]);
+      EXPECT_EQ(b.targets.at({0, t}), stream->at(7 * T + t));
     }
     EXPECT_EQ(b.mask.at({0, t}), 1.0);
   }

@@ -166,6 +166,31 @@ TEST(MpirunTrain, TwoRanksAreBitIdenticalToOneProcessAccumulatingTheirTwoMicroBa
   EXPECT_EQ(count_lines_with(tmp / "two" / "train.log", "rota train "), 1);
 }
 
+TEST(MpirunTrain, TwoRanksOnAPreparedDirectoryAreBitIdenticalToTwoRanksOnTheText) {
+  // Every rank maps the prepared shards; the loader shards the windows as for the text.
+  TempDir tmp;
+  const fs::path prepared = tmp / "prepared";
+  expect_success({ROTA_BINARY, "data", "prepare",
+                  std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb", "--out",
+                  prepared.string(), "--shard-mb", "1"},
+                 tmp / "prepare.log");
+  expect_success(mpirun(2, train_args("tiny_causal_lm", tmp / "text", kShortRun)),
+                 tmp / "text.log");
+  expect_success(mpirun(2, train_args("tiny_causal_lm", tmp / "prepared_run",
+                                      with(kShortRun, {"data.prepared=" + prepared.string()}))),
+                 tmp / "prepared_run.log");
+  const io::Checkpoint a = latest_checkpoint(tmp / "text"),
+                       b = latest_checkpoint(tmp / "prepared_run");
+  EXPECT_EQ(b.state.step(), 6);
+  EXPECT_TRUE(compare_weights(a, b).bitwise_equal);
+  EXPECT_TRUE(optimizer_states_equal(a, b));
+  EXPECT_EQ(a.state.data_cursor().position(), b.state.data_cursor().position());
+  const auto valid_a = testing::metrics_lines(tmp / "text", "valid"),
+             valid_b = testing::metrics_lines(tmp / "prepared_run", "valid");
+  ASSERT_EQ(valid_a.size(), valid_b.size());
+  for (size_t i = 0; i < valid_a.size(); ++i) EXPECT_EQ(valid_a[i]["loss"], valid_b[i]["loss"]);
+}
+
 TEST(MpirunTrain, TwoRanksMatchOneProcessWithOneBigMicroBatchToFloatTolerance) {
   TempDir tmp;
   // SGD with momentum: the weights move in proportion to the gradients, so float-level
