@@ -1,6 +1,9 @@
 // Compact token sequences: width choice, segment lookup, window copies, the in-memory builder.
 #include "data/dataset/token_sequence.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -78,6 +81,28 @@ int64_t TokenSequence::at(int64_t i) const {
   return id;
 }
 
+namespace {
+
+// Drops the process's mapping of the pages around ids [offset, offset + n) of a mapped segment
+// of `size` ids (clean, file-backed: the next read faults them back in from the page cache).
+// The kernel maps more than the pages a read touches (fault-around, whole page-cache folios), so
+// the whole 2 MiB-aligned blocks holding the window are released, within the segment's mapping.
+void release_pages(const void* data, int64_t size, int64_t offset, int64_t n,
+                   int64_t bytes_per_id) {
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  constexpr uintptr_t kBlock = uintptr_t{2} << 20;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(data);  // page-aligned: a mapping's start
+  const uintptr_t limit =
+      base + (static_cast<uintptr_t>(size * bytes_per_id) + page - 1) / page * page;
+  const uintptr_t begin = base + static_cast<uintptr_t>(offset * bytes_per_id);
+  const uintptr_t end = begin + static_cast<uintptr_t>(n * bytes_per_id);
+  const uintptr_t first = std::max(base, begin / kBlock * kBlock);
+  const uintptr_t last = std::min(limit, (end + kBlock - 1) / kBlock * kBlock);
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
+}  // namespace
+
 void TokenSequence::copy_to(int64_t start, int64_t count, int64_t* out) const {
   ROTA_CHECK(start >= 0 && count >= 0 && start + count <= size_,
              "token sequence: ids [{}, {}) outside [0, {})", start, start + count, size_);
@@ -94,6 +119,8 @@ void TokenSequence::copy_to(int64_t start, int64_t count, int64_t* out) const {
     } else {
       widen<uint32_t>(segments_[s].data, offset, n, out);
     }
+    if (segments_[s].mapped)
+      release_pages(segments_[s].data, segments_[s].size, offset, n, token_bytes(width_));
     out += n;
     start += n;
     count -= n;

@@ -30,6 +30,10 @@ class TokenSequence {
   struct Segment {
     const void* data = nullptr;  // `size` ids of the sequence's width
     int64_t size = 0;
+    /// Memory-mapped file pages: after a copy, the pages read are handed back to the kernel
+    /// (madvise MADV_DONTNEED; they stay in the page cache), so random windows over a large
+    /// shard do not pile up in the process's resident memory.
+    bool mapped = false;
   };
   TokenSequence(TokenWidth width, std::vector<Segment> segments, std::shared_ptr<const void> owner);
 

@@ -12,6 +12,10 @@ namespace rota::data {
 BatchLoader::BatchLoader(int64_t dataset_size, const LoaderOptions& options)
     : size_(dataset_size), options_(options) {
   ROTA_CHECK(dataset_size > 0, "loader: the dataset is empty");
+  ROTA_CHECK(dataset_size <= int64_t{0xFFFFFFFF},
+             "loader: {} examples are more than the 4,294,967,295 one epoch order can hold; use "
+             "longer sequences (fewer windows)",
+             dataset_size);
   ROTA_CHECK(options.batch_size > 0, "loader: batch_size must be positive, got {}",
              options.batch_size);
   ROTA_CHECK(options.world_size > 0 && options.rank >= 0 && options.rank < options.world_size,
@@ -27,9 +31,10 @@ int64_t BatchLoader::batches_per_epoch() const {
   return options_.drop_last ? size_ / global : (size_ + global - 1) / global;
 }
 
-std::vector<int64_t> BatchLoader::epoch_order(int64_t epoch) const {
-  std::vector<int64_t> order(static_cast<size_t>(size_));
-  std::iota(order.begin(), order.end(), int64_t{0});
+template <typename Index>
+std::vector<Index> BatchLoader::shuffled(int64_t epoch) const {
+  std::vector<Index> order(static_cast<size_t>(size_));
+  std::iota(order.begin(), order.end(), Index{0});
   if (!options_.shuffle) return order;
   Generator gen(mix_seed({options_.seed, static_cast<uint64_t>(epoch)}));
   for (int64_t i = size_ - 1; i > 0; --i) {
@@ -38,9 +43,13 @@ std::vector<int64_t> BatchLoader::epoch_order(int64_t epoch) const {
   return order;
 }
 
-const std::vector<int64_t>& BatchLoader::order_for(int64_t epoch) {
+std::vector<int64_t> BatchLoader::epoch_order(int64_t epoch) const {
+  return shuffled<int64_t>(epoch);
+}
+
+const std::vector<uint32_t>& BatchLoader::order_for(int64_t epoch) {
   if (cached_epoch_ != epoch) {
-    cached_order_ = epoch_order(epoch);
+    cached_order_ = shuffled<uint32_t>(epoch);
     cached_epoch_ = epoch;
   }
   return cached_order_;
@@ -63,7 +72,7 @@ LoaderBatch BatchLoader::next() {
     begin = start + take * options_.rank / options_.world_size;
     end = start + take * (options_.rank + 1) / options_.world_size;
   }
-  const std::vector<int64_t>& order = order_for(cursor_.epoch);
+  const std::vector<uint32_t>& order = order_for(cursor_.epoch);
   LoaderBatch batch;
   batch.indices.assign(order.begin() + begin, order.begin() + end);
   batch.epoch = cursor_.epoch;

@@ -63,13 +63,17 @@ class BatchLoader {
   const LoaderOptions& options() const { return options_; }
 
  private:
-  const std::vector<int64_t>& order_for(int64_t epoch);
+  // The epoch's order as 32-bit indices (the dataset size is below 2^32, checked): 4 bytes per
+  // example held for the whole run, not 8.
+  const std::vector<uint32_t>& order_for(int64_t epoch);
+  template <typename Index>
+  std::vector<Index> shuffled(int64_t epoch) const;
 
   int64_t size_;
   LoaderOptions options_;
   LoaderCursor cursor_;
   int64_t cached_epoch_ = -1;
-  std::vector<int64_t> cached_order_;
+  std::vector<uint32_t> cached_order_;
 };
 
 }  // namespace rota::data

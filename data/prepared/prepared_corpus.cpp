@@ -66,7 +66,7 @@ TokenStream PreparedCorpus::split_stream(const std::string& split) const {
     ROTA_CHECK(static_cast<int64_t>(file->size()) == shard.bytes,
                "data: shard {} has {} bytes, the manifest says {}", (dir_ / shard.file).string(),
                file->size(), shard.bytes);
-    segments.push_back({file->data(), shard.tokens});
+    segments.push_back({file->data(), shard.tokens, /*mapped=*/true});
     files->push_back(std::move(file));
   }
   return std::make_shared<const TokenSequence>(manifest_.dtype, std::move(segments),

@@ -6,6 +6,7 @@
 
 #include "data/loader/batch_loader.h"
 #include "framework/base/error.h"
+#include "tests/support/expect_error.h"
 
 namespace rota::data {
 namespace {
@@ -40,6 +41,21 @@ TEST(BatchLoader, EachEpochIsASeededPermutation) {
   }
   EXPECT_NE(a.epoch_order(0), a.epoch_order(1));
   EXPECT_EQ(a.cursor(), (LoaderCursor{2, 50}));
+}
+
+// The order is held as 32-bit indices: a larger dataset is refused up front, and what next()
+// hands out is exactly epoch_order (computed in 64 bits) in consecutive slices.
+TEST(BatchLoader, OrderHeldIn32BitsIsTheEpochOrder) {
+  rota::testing::expect_error([] { BatchLoader(int64_t{1} << 32, options_with(4, 1, 0, 1, true)); },
+                              "more than the 4,294,967,295");
+  BatchLoader loader(1000, options_with(8, 3, 0, 1, true));
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    const std::vector<int64_t> order = loader.epoch_order(epoch);
+    for (int64_t b = 0; b < loader.batches_per_epoch(); ++b) {
+      const std::vector<int64_t> expected(order.begin() + b * 8, order.begin() + b * 8 + 8);
+      ASSERT_EQ(loader.next().indices, expected) << "epoch " << epoch << " batch " << b;
+    }
+  }
 }
 
 TEST(BatchLoader, ResumeFromACursorContinuesExactly) {
