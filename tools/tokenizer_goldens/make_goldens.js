@@ -1,0 +1,279 @@
+// Trains small tokenizer.json files of each kind with Hugging Face tokenizers (the reference
+// implementation, Node bindings 0.23.2) and writes what it encodes and decodes as goldens for
+// the C++ tests: tests/golden/tokenizers/. Usage: npm install && node make_goldens.js
+// (needs /work/shared/data, i.e. ../shared/data beside the repository, and spm_train from
+// Debian's `sentencepiece` package for the Precompiled normalizer's charsmap).
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const crypto = require('crypto');
+const { execFileSync } = require('child_process');
+const tk = require('tokenizers');
+
+const repo = path.resolve(__dirname, '..', '..');
+const data = path.resolve(repo, '..', 'shared', 'data');
+const out = path.join(repo, 'tests', 'golden', 'tokenizers');
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rota-goldens-'));
+fs.mkdirSync(out, { recursive: true });
+
+const shakespeare = path.join(data, 'tinyshakespeare', 'input.txt');
+const corpora = {
+  'wikitext-2/valid.txt': path.join(data, 'wikitext-2', 'valid.txt'),
+  'wikitext-2/test.txt': path.join(data, 'wikitext-2', 'test.txt'),
+  'tinyshakespeare/input.txt': shakespeare,
+  'sst-2/dev.tsv': path.join(data, 'sst-2', 'dev.tsv'),
+};
+
+// Text the corpora lack: accents (composed and combining), CJK, emoji with ZWJ, RTL, Cyrillic,
+// control characters, tabs, CRLF, NBSP and other spaces, special-token strings.
+const stress = [
+  'Café naïve résumé — cafe\u0301 nai\u0308ve ÅNGSTRÖM ǅ ﬁ ﬀ ① ²³ ½ Ⅻ',
+  '東京は日本の首都です。中文字符测试，标点！𠀋𪚲',
+  'Family: 👨\u200d👩\u200d👧\u200d👦 flag: 🇫🇷 skin: 👍🏽 heart: ❤\ufe0f',
+  'עברית: שלום עולם! العربية: مرحبا بالعالم. فارسی ۱۲۳',
+  'Русский текст: Съешь же ещё этих мягких французских булок. ΣΊΣΥΦΟΣ σίσυφος İstanbul',
+  'tabs\there\t\tand  double  spaces   triple',
+  'crlf line\r',
+  'nbsp\u00a0here thin\u2009space ideographic\u3000space em\u2003space nel\u0085end zwsp\u200bx',
+  'controls \u0001\u0002\u0007\u001b[0m\u007f bidi \u202eevil\u202c soft\u00adhyphen',
+  'specials: <|endoftext|> [CLS] [SEP] [MASK] <mask> <s> </s> <unk> [UNK] <pad> <|begin_of_text|>',
+  'joined<|endoftext|>tokens[MASK]here<mask>x and  <mask>  spaced',
+  "Don't you're I'm he'll we've it'd 'S 'T 1234567 3.14159 1,000,000 @-@ x² 10%",
+  '   leading spaces and trailing   ',
+  '',
+  '\t',
+  'email me@example.com url https://example.com/a?b=c#d (brackets) [square] {curly} «guillemets» „quotes“',
+  'combining: a\u0300\u0301\u0302 e\u0327\u0306 Z\u0351\u0352\u0353 hangul 한국어 ᄒ\u1161\u11ab jamo',
+  'math: ∑∫√∞ ≤≥≠ ⊂⊃ arrows ←→ box ┌─┐ braille ⠁⠃ dingbats ✓✗ private \ue000',
+].join('\n') + '\nno final newline';
+fs.writeFileSync(path.join(out, 'stress.txt'), stress);
+
+const sha256 = (ids) => crypto.createHash('sha256').update(Buffer.from(new Uint32Array(ids).buffer)).digest('hex');
+const lines = (text) => text.split(/(?<=\n)/).filter((l) => l.length > 0);
+
+function load(json) { return tk.Tokenizer.fromString(JSON.stringify(json)); }
+
+// ---- training helpers -------------------------------------------------------------------
+function train(model, setup, files) {
+  const t = new tk.Tokenizer(model);
+  setup(t);
+  t.train(files);
+  const file = path.join(tmp, 'trained.json');
+  t.save(file);
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}
+
+function byteLevelChars() {
+  const chars = [];
+  let n = 0;
+  for (let b = 0; b < 256; ++b) {
+    const printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+    chars.push(String.fromCodePoint(printable ? b : 256 + n++));
+  }
+  return chars;
+}
+
+// A byte-level BPE of `size` tokens: the 256 byte characters, then the trained merges in order.
+function byteLevelBpe(size) {
+  const trained = train(tk.BPE.empty(), (t) => t.setPreTokenizer(tk.byteLevelPreTokenizer(false, true)), [shakespeare]);
+  const vocab = {};
+  byteLevelChars().forEach((c, i) => { vocab[c] = i; });
+  const merges = [];
+  for (const m of trained.model.merges) {
+    const [a, b] = Array.isArray(m) ? m : m.split(' ');
+    if (Object.keys(vocab).length >= size) break;
+    if (!(a in vocab) || !(b in vocab)) continue;
+    merges.push([a, b]);
+    if (!((a + b) in vocab)) vocab[a + b] = Object.keys(vocab).length;
+  }
+  return { vocab, merges };
+}
+
+function added(id, content, special = true, extra = {}) {
+  return Object.assign({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: !special, special }, extra);
+}
+
+function doc(parts) {
+  return Object.assign({ version: '1.0', truncation: null, padding: null, added_tokens: [], normalizer: null,
+    pre_tokenizer: null, post_processor: null, decoder: null }, parts);
+}
+
+// ---- the tokenizers ----------------------------------------------------------------------
+const tokenizers = {};
+
+const gpt2 = byteLevelBpe(3000);
+const gpt2Size = Object.keys(gpt2.vocab).length;
+tokenizers['gpt2_bpe'] = doc({
+  added_tokens: [added(gpt2Size, '<|endoftext|>')],
+  pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
+  post_processor: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true },
+  decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+  model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null,
+    fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab: gpt2.vocab, merges: gpt2.merges },
+});
+
+const llama3Pattern = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+tokenizers['llama3_bpe'] = doc({
+  added_tokens: [added(gpt2Size, '<|begin_of_text|>'), added(gpt2Size + 1, '<|end_of_text|>'),
+    added(gpt2Size + 2, '<mask>', true, { lstrip: true })],
+  normalizer: null,
+  pre_tokenizer: { type: 'Sequence', pretokenizers: [
+    { type: 'Split', pattern: { Regex: llama3Pattern }, behavior: 'Isolated', invert: false },
+    { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false }] },
+  post_processor: { type: 'TemplateProcessing',
+    single: [{ SpecialToken: { id: '<|begin_of_text|>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
+    pair: [{ SpecialToken: { id: '<|begin_of_text|>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } },
+      { SpecialToken: { id: '<|begin_of_text|>', type_id: 1 } }, { Sequence: { id: 'B', type_id: 1 } }],
+    special_tokens: { '<|begin_of_text|>': { id: '<|begin_of_text|>', ids: [gpt2Size], tokens: ['<|begin_of_text|>'] } } },
+  decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+  model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null,
+    fuse_unk: false, byte_fallback: false, ignore_merges: true, vocab: gpt2.vocab, merges: gpt2.merges },
+});
+
+// WordPiece, BERT style.
+{
+  const trained = train(tk.WordPiece.empty(), (t) => { t.setNormalizer(tk.bertNormalizer({ lowercase: true })); t.setPreTokenizer(tk.bertPreTokenizer()); }, [shakespeare]);
+  const specials = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'];
+  const vocab = {};
+  specials.forEach((s, i) => { vocab[s] = i; });
+  const entries = Object.entries(trained.model.vocab).sort((a, b) => a[1] - b[1]);
+  for (const [token] of entries) {
+    if (Object.keys(vocab).length >= 3000) break;
+    if (!(token in vocab)) vocab[token] = Object.keys(vocab).length;
+  }
+  tokenizers['bert_wordpiece'] = doc({
+    added_tokens: specials.map((s, i) => added(i, s)),
+    normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true },
+    pre_tokenizer: { type: 'BertPreTokenizer' },
+    post_processor: { type: 'TemplateProcessing',
+      single: [{ SpecialToken: { id: '[CLS]', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '[SEP]', type_id: 0 } }],
+      pair: [{ SpecialToken: { id: '[CLS]', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '[SEP]', type_id: 0 } },
+        { Sequence: { id: 'B', type_id: 1 } }, { SpecialToken: { id: '[SEP]', type_id: 1 } }],
+      special_tokens: { '[CLS]': { id: '[CLS]', ids: [2], tokens: ['[CLS]'] }, '[SEP]': { id: '[SEP]', ids: [3], tokens: ['[SEP]'] } } },
+    decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
+    model: { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: 100, vocab },
+  });
+}
+
+// Unigram with Metaspace (ALBERT/T5 style pre-tokenization), <unk> at 0 and byte fallback.
+{
+  const trained = train(tk.Unigram.empty(), (t) => t.setPreTokenizer(tk.metaspacePreTokenizer('▁', 'always', true)), [shakespeare]);
+  const vocab = [['<unk>', 0.0], ['<s>', 0.0], ['</s>', 0.0], ['<mask>', 0.0]];
+  for (let b = 0; b < 256; ++b) vocab.push(['<0x' + b.toString(16).toUpperCase().padStart(2, '0') + '>', 0.0]);
+  const seen = new Set(vocab.map((v) => v[0]));
+  for (const [piece, score] of trained.model.vocab) {
+    if (vocab.length >= 3000) break;
+    if (!seen.has(piece)) { vocab.push([piece, score]); seen.add(piece); }
+  }
+  tokenizers['unigram_metaspace'] = doc({
+    added_tokens: [added(0, '<unk>'), added(1, '<s>'), added(2, '</s>'), added(3, '<mask>', true, { lstrip: true, rstrip: false })],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'NFKC' }, { type: 'Replace', pattern: { Regex: ' {2,}' }, content: ' ' }] },
+    pre_tokenizer: { type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: true },
+    post_processor: { type: 'TemplateProcessing',
+      single: [{ Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '</s>', type_id: 0 } }],
+      pair: [{ Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '</s>', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }, { SpecialToken: { id: '</s>', type_id: 1 } }],
+      special_tokens: { '</s>': { id: '</s>', ids: [2], tokens: ['</s>'] } } },
+    decoder: { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: '▁' }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }, { type: 'Strip', content: ' ', start: 1, stop: 0 }] },
+    model: { type: 'Unigram', unk_id: 0, vocab, byte_fallback: true },
+  });
+}
+
+// Unigram from a SentencePiece model (nmt_nfkc): the Precompiled normalizer with its charsmap.
+{
+  const prefix = path.join(tmp, 'spm');
+  execFileSync('spm_train', [`--input=${shakespeare}`, `--model_prefix=${prefix}`, '--vocab_size=2000', '--model_type=unigram',
+    '--normalization_rule_name=nmt_nfkc', '--character_coverage=1.0', '--minloglevel=2', '--num_threads=2'], { stdio: 'ignore' });
+  const model = fs.readFileSync(prefix + '.model');
+  // Minimal protobuf reading: ModelProto.pieces (1) {piece (1), score (2), type (3)},
+  // normalizer_spec (3) {precompiled_charsmap (2)}.
+  function* fields(buf) {
+    let pos = 0;
+    const varint = () => { let v = 0n, s = 0n; for (;;) { const b = buf[pos++]; v |= BigInt(b & 0x7f) << s; if (!(b & 0x80)) return v; s += 7n; } };
+    while (pos < buf.length) {
+      const key = Number(varint()); const field = key >> 3, wire = key & 7;
+      if (wire === 0) yield [field, varint()];
+      else if (wire === 2) { const n = Number(varint()); yield [field, buf.subarray(pos, pos + n)]; pos += n; }
+      else if (wire === 5) { yield [field, buf.readFloatLE(pos)]; pos += 4; }
+      else if (wire === 1) { pos += 8; }
+      else throw new Error('wire type ' + wire);
+    }
+  }
+  const vocab = []; let unk = 0; let charsmap = Buffer.alloc(0);
+  for (const [f, v] of fields(model)) {
+    if (f === 1) {
+      let piece = '', score = 0, type = 1;
+      for (const [g, w] of fields(v)) { if (g === 1) piece = w.toString('utf8'); if (g === 2) score = w; if (g === 3) type = Number(w); }
+      if (type === 2) unk = vocab.length;
+      vocab.push([piece, score]);
+    } else if (f === 3) {
+      for (const [g, w] of fields(v)) if (g === 2) charsmap = Buffer.from(w);
+    }
+  }
+  tokenizers['spm_precompiled_unigram'] = doc({
+    added_tokens: [added(0, vocab[0][0]), added(1, vocab[1][0]), added(2, vocab[2][0])],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'Precompiled', precompiled_charsmap: charsmap.toString('base64') },
+      { type: 'Replace', pattern: { Regex: ' {2,}' }, content: ' ' }] },
+    pre_tokenizer: { type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true },
+    decoder: { type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true },
+    model: { type: 'Unigram', unk_id: unk, vocab, byte_fallback: false },
+  });
+}
+
+// WordLevel with the remaining normalizers and pre-tokenizers.
+{
+  const trained = train(tk.WordLevel.empty(), (t) => { t.setPreTokenizer(tk.whitespacePreTokenizer()); }, [shakespeare]);
+  const vocab = { '[UNK]': 0 };
+  for (const [token] of Object.entries(trained.model.vocab).sort((a, b) => a[1] - b[1])) {
+    if (Object.keys(vocab).length >= 4000) break;
+    const lower = token.toLowerCase();
+    if (!(lower in vocab)) vocab[lower] = Object.keys(vocab).length;
+  }
+  for (const d of '0123456789') if (!(d in vocab)) vocab[d] = Object.keys(vocab).length;
+  tokenizers['wordlevel_variants'] = doc({
+    added_tokens: [added(0, '[UNK]'), added(Object.keys(vocab).length, 'dont', false, { single_word: true })],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'NFKD' }, { type: 'StripAccents' }, { type: 'Lowercase' }, { type: 'Strip', strip_left: true, strip_right: true },
+      { type: 'Replace', pattern: { String: "'" }, content: '' }, { type: 'NFC' }] },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'WhitespaceSplit' }, { type: 'Digits', individual_digits: true },
+      { type: 'Punctuation', behavior: 'Contiguous' }, { type: 'Whitespace' }] },
+    post_processor: { type: 'BertProcessing', sep: ['[UNK]', 0], cls: ['[UNK]', 0] },
+    decoder: null,
+    model: { type: 'WordLevel', vocab, unk_token: '[UNK]' },
+  });
+}
+
+// ---- goldens -----------------------------------------------------------------------------
+async function main() {
+  const summary = {};
+  for (const [name, json] of Object.entries(tokenizers)) {
+    fs.writeFileSync(path.join(out, name + '.json'), JSON.stringify(json));
+    const t = load(json);
+    const entry = { corpora: {} };
+    const encodeLines = async (text) => {
+      const encodings = await t.encodeBatch(lines(text), { addSpecialTokens: false });
+      return encodings.flatMap((e) => Array.from(e.getIds()));
+    };
+    for (const [corpus, file] of Object.entries(corpora)) {
+      const ids = await encodeLines(fs.readFileSync(file, 'utf8'));
+      entry.corpora[corpus] = { count: ids.length, sha256: sha256(ids) };
+    }
+    const stressLines = lines(stress);
+    entry.stress = [];
+    for (const line of stressLines) {
+      const ids = Array.from((await t.encode(line, null, { addSpecialTokens: false })).getIds());
+      entry.stress.push({ ids, decoded: await t.decode(ids, false) });
+    }
+    // A sample of WikiText-2 valid lines with their ids and decoding.
+    const valid = lines(fs.readFileSync(corpora['wikitext-2/valid.txt'], 'utf8'));
+    entry.sample = [];
+    for (let i = 0; i < valid.length; i += 250) {
+      const ids = Array.from((await t.encode(valid[i], null, { addSpecialTokens: false })).getIds());
+      entry.sample.push({ line: i, ids, decoded: await t.decode(ids, false) });
+    }
+    summary[name] = entry;
+    console.log(name, JSON.stringify(entry.corpora));
+  }
+  fs.writeFileSync(path.join(out, 'goldens.json'), JSON.stringify(summary) + '\n');
+}
+
+main().then(() => fs.rmSync(tmp, { recursive: true, force: true }));
