@@ -16,8 +16,7 @@ namespace {
 std::unique_ptr<Tokenizer> open_json_file(const std::filesystem::path& path) {
   const std::string text = read_file(path);
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded())
-    fail("not a tokenizer: {}: not valid JSON", path.string());
+  if (doc.is_discarded()) fail("not a tokenizer: {}: not valid JSON", path.string());
   if (doc.is_object() && doc.value("format", "") == detail::kTokenizerFormat) {
     // Rota's own format reads its companion files from the same directory.
     ROTA_CHECK(path.filename() == kTokenizerConfigFile,
@@ -25,10 +24,12 @@ std::unique_ptr<Tokenizer> open_json_file(const std::filesystem::path& path) {
                path.string(), kTokenizerConfigFile);
     return load_tokenizer(path.parent_path().empty() ? "." : path.parent_path());
   }
-  if (doc.is_object() && doc.contains("model")) return HuggingFaceTokenizer::from_json(text, path.string());
-  fail("not a tokenizer: {}: JSON that is neither a Hugging Face tokenizer.json (no \"model\") "
-       "nor a Rota tokenizer (no \"format\": \"{}\")",
-       path.string(), detail::kTokenizerFormat);
+  if (doc.is_object() && doc.contains("model"))
+    return HuggingFaceTokenizer::from_json(text, path.string());
+  fail(
+      "not a tokenizer: {}: JSON that is neither a Hugging Face tokenizer.json (no \"model\") "
+      "nor a Rota tokenizer (no \"format\": \"{}\")",
+      path.string(), detail::kTokenizerFormat);
 }
 
 }  // namespace

@@ -35,9 +35,10 @@ SentencePieceTokenizer::SentencePieceTokenizer(std::string serialized_model)
   for (const auto& [kind, id] : declared) {
     if (!specials_.has(kind) && id >= 0 && id < processor_->GetPieceSize()) specials_.set(kind, id);
   }
-  const std::pair<SpecialToken, const char*> named[] = {
-      {SpecialToken::kMask, "[MASK]"}, {SpecialToken::kCls, "[CLS]"}, {SpecialToken::kSep, "[SEP]"},
-      {SpecialToken::kPad, "[PAD]"}};
+  const std::pair<SpecialToken, const char*> named[] = {{SpecialToken::kMask, "[MASK]"},
+                                                        {SpecialToken::kCls, "[CLS]"},
+                                                        {SpecialToken::kSep, "[SEP]"},
+                                                        {SpecialToken::kPad, "[PAD]"}};
   for (const auto& [kind, piece] : named) {
     const int id = processor_->PieceToId(piece);
     if (!specials_.has(kind) && id >= 0 && processor_->IdToPiece(id) == piece &&

@@ -22,7 +22,8 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& dir) {
   const std::filesystem::path file = dir / kTokenizerConfigFile;
   if (std::filesystem::is_regular_file(file)) {
     std::string text = read_file(file);
-    if (is_huggingface_tokenizer_json(text)) return HuggingFaceTokenizer::from_json(std::move(text), file.string());
+    if (is_huggingface_tokenizer_json(text))
+      return HuggingFaceTokenizer::from_json(std::move(text), file.string());
   }
   const std::string kind = detail::read_config(dir).at("kind").get<std::string>();
   if (kind == "byte") return ByteTokenizer::load(dir);

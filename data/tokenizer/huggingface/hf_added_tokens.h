@@ -39,7 +39,7 @@ class AddedTokenMatcher {
     std::string text;
     size_t token;
   };
-  std::vector<Entry> patterns_;                 // longest first
+  std::vector<Entry> patterns_;                    // longest first
   std::array<std::vector<size_t>, 256> by_first_;  // first byte -> pattern indices, longest first
 };
 

@@ -20,8 +20,9 @@ class Bpe final : public Model {
       fail_at(at.key("dropout"), "is {}: BPE dropout is not supported (it must be null)",
               member(value, at, "dropout").dump());
     }
-    read_vocab_object(member(value, at, "vocab"), at.key("vocab"),
-                      [&](const std::string& token, int64_t id) { add_token(token, id, at.key("vocab")); });
+    read_vocab_object(
+        member(value, at, "vocab"), at.key("vocab"),
+        [&](const std::string& token, int64_t id) { add_token(token, id, at.key("vocab")); });
     if (has(value, "unk_token")) unk_token_ = string_member(value, at, "unk_token");
     prefix_ = string_or(value, at, "continuing_subword_prefix", "");
     suffix_ = string_or(value, at, "end_of_word_suffix", "");
@@ -44,10 +45,12 @@ class Bpe final : public Model {
       if (merge.is_string()) {
         const std::string text = merge.get<std::string>();
         const size_t space = text.find(' ', 1);
-        if (space == std::string::npos) fail_at(where, "'{}' is not two tokens separated by a space", text);
+        if (space == std::string::npos)
+          fail_at(where, "'{}' is not two tokens separated by a space", text);
         left = text.substr(0, space);
         right = text.substr(space + 1);
-      } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
+      } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() &&
+                 merge[1].is_string()) {
         left = merge[0].get<std::string>();
         right = merge[1].get<std::string>();
       } else {
@@ -122,7 +125,8 @@ class Bpe final : public Model {
         bool all = true;
         for (char c : unit) all = all && byte_ids_[static_cast<unsigned char>(c)] >= 0;
         if (all) {
-          for (char c : unit) symbols.push_back(static_cast<int32_t>(byte_ids_[static_cast<unsigned char>(c)]));
+          for (char c : unit)
+            symbols.push_back(static_cast<int32_t>(byte_ids_[static_cast<unsigned char>(c)]));
           continue;
         }
       }

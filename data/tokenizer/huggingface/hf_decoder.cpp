@@ -59,7 +59,8 @@ class ByteLevelDecoder final : public Decoder {
 
 class WordPieceDecoder final : public Decoder {
  public:
-  WordPieceDecoder(std::string prefix, bool cleanup) : prefix_(std::move(prefix)), cleanup_(cleanup) {}
+  WordPieceDecoder(std::string prefix, bool cleanup)
+      : prefix_(std::move(prefix)), cleanup_(cleanup) {}
   std::vector<std::string> decode_chain(std::vector<std::string> tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
       std::string& token = tokens[i];
@@ -228,7 +229,8 @@ class StripDecoder final : public Decoder {
 
 class SequenceDecoder final : public Decoder {
  public:
-  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts) : parts_(std::move(parts)) {}
+  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts)
+      : parts_(std::move(parts)) {}
   std::vector<std::string> decode_chain(std::vector<std::string> tokens) const override {
     for (const auto& part : parts_) tokens = part->decode_chain(std::move(tokens));
     return tokens;
@@ -257,16 +259,19 @@ std::unique_ptr<Decoder> parse_decoder(const json& value, const JsonPath& at) {
     return std::make_unique<MetaspaceDecoder>(string_or(value, at, "replacement", "\xE2\x96\x81"),
                                               strip_first);
   }
-  if (type == "BPEDecoder") return std::make_unique<BpeDecoder>(string_or(value, at, "suffix", "</w>"));
+  if (type == "BPEDecoder")
+    return std::make_unique<BpeDecoder>(string_or(value, at, "suffix", "</w>"));
   if (type == "Replace") {
-    return std::make_unique<ReplaceDecoder>(parse_pattern(member(value, at, "pattern"), at.key("pattern")),
-                                            string_member(value, at, "content"));
+    return std::make_unique<ReplaceDecoder>(
+        parse_pattern(member(value, at, "pattern"), at.key("pattern")),
+        string_member(value, at, "content"));
   }
   if (type == "ByteFallback") return std::make_unique<ByteFallbackDecoder>();
   if (type == "Fuse") return std::make_unique<FuseDecoder>();
   if (type == "Strip") {
     return std::make_unique<StripDecoder>(string_member(value, at, "content"),
-                                          int_or(value, at, "start", 0), int_or(value, at, "stop", 0));
+                                          int_or(value, at, "start", 0),
+                                          int_or(value, at, "stop", 0));
   }
   if (type == "Sequence") {
     const json& list = array_member(value, at, "decoders");

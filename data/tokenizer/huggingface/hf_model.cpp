@@ -19,9 +19,11 @@ uint64_t Model::next_cache_key() {
 }
 
 void Model::add_token(const std::string& token, int64_t id, const JsonPath& at) {
-  if (id < 0 || id > (int64_t{1} << 31)) fail_at(at, "token '{}' has id {} (out of range)", token, id);
+  if (id < 0 || id > (int64_t{1} << 31))
+    fail_at(at, "token '{}' has id {} (out of range)", token, id);
   if (static_cast<size_t>(id) >= tokens_.size()) tokens_.resize(id + 1);
-  if (!tokens_[id].empty()) fail_at(at, "id {} is given to both '{}' and '{}'", id, tokens_[id], token);
+  if (!tokens_[id].empty())
+    fail_at(at, "id {} is given to both '{}' and '{}'", id, tokens_[id], token);
   if (!ids_.emplace(token, id).second) fail_at(at, "token '{}' appears twice", token);
   tokens_[id] = token;
 }
@@ -39,7 +41,8 @@ StringMap<std::vector<int32_t>>& Model::cache() const {
 
 void read_vocab_object(const json& vocab, const JsonPath& at,
                        const std::function<void(const std::string&, int64_t)>& add) {
-  if (!vocab.is_object()) fail_at(at, "must be an object of token: id, found {}", vocab.type_name());
+  if (!vocab.is_object())
+    fail_at(at, "must be an object of token: id, found {}", vocab.type_name());
   for (const auto& [token, id] : vocab.items()) {
     if (!id.is_number_integer()) fail_at(at, "id of token '{}' must be an integer", token);
     add(token, id.get<int64_t>());

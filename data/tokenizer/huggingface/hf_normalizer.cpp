@@ -72,7 +72,9 @@ class StripAccentsNormalizer final : public Normalizer {
 class BertNormalizer final : public Normalizer {
  public:
   BertNormalizer(bool clean_text, bool chinese, bool strip_accents, bool lowercase)
-      : clean_text_(clean_text), chinese_(chinese), strip_accents_(strip_accents),
+      : clean_text_(clean_text),
+        chinese_(chinese),
+        strip_accents_(strip_accents),
         lowercase_(lowercase) {}
   void apply(std::string& text) const override {
     if (clean_text_ || chinese_) {
@@ -168,7 +170,8 @@ Pattern parse_pattern(const json& value, const JsonPath& at) {
   if (!value.is_object() || value.size() != 1)
     fail_at(at, "must be {{\"String\": ...}} or {{\"Regex\": ...}}");
   if (has(value, "String")) return Pattern::literal(string_member(value, at, "String"));
-  if (has(value, "Regex")) return Pattern::regex(string_member(value, at, "Regex"), at.key("Regex"));
+  if (has(value, "Regex"))
+    return Pattern::regex(string_member(value, at, "Regex"), at.key("Regex"));
   fail_at(at, "must be {{\"String\": ...}} or {{\"Regex\": ...}}, found key '{}'",
           value.begin().key());
 }
@@ -187,16 +190,17 @@ std::unique_ptr<Normalizer> parse_normalizer(const json& value, const JsonPath& 
   }
   if (type == "BertNormalizer") {
     const bool lower = bool_or(value, at, "lowercase", true);
-    return std::make_unique<BertNormalizer>(
-        bool_or(value, at, "clean_text", true), bool_or(value, at, "handle_chinese_chars", true),
-        bool_or(value, at, "strip_accents", lower), lower);
+    return std::make_unique<BertNormalizer>(bool_or(value, at, "clean_text", true),
+                                            bool_or(value, at, "handle_chinese_chars", true),
+                                            bool_or(value, at, "strip_accents", lower), lower);
   }
   if (type == "Replace") {
     return std::make_unique<ReplaceNormalizer>(
         parse_pattern(member(value, at, "pattern"), at.key("pattern")),
         string_member(value, at, "content"));
   }
-  if (type == "Prepend") return std::make_unique<PrependNormalizer>(string_member(value, at, "prepend"));
+  if (type == "Prepend")
+    return std::make_unique<PrependNormalizer>(string_member(value, at, "prepend"));
   if (type == "Precompiled") {
     const std::string where = at.key("precompiled_charsmap").where();
     const std::string encoded = string_or(value, at, "precompiled_charsmap", "");

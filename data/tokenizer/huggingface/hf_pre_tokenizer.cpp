@@ -87,7 +87,8 @@ void split_piece(const Piece& piece, const std::vector<Segment>& segments, Behav
     }
   }
   for (const auto& [begin, end] : ranges) {
-    if (end > begin) out.push_back({piece.text.substr(begin, end - begin), piece.at_start && begin == 0});
+    if (end > begin)
+      out.push_back({piece.text.substr(begin, end - begin), piece.at_start && begin == 0});
   }
 }
 
@@ -140,7 +141,8 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
  public:
   ByteLevelPreTokenizer(bool add_prefix_space, bool use_regex)
       : add_prefix_space_(add_prefix_space), use_regex_(use_regex) {
-    if (use_regex_) regex_ = std::make_unique<Pattern>(Pattern::regex(kGpt2Pattern, {"", "ByteLevel"}));
+    if (use_regex_)
+      regex_ = std::make_unique<Pattern>(Pattern::regex(kGpt2Pattern, {"", "ByteLevel"}));
   }
   void apply(std::vector<Piece>& pieces) const override {
     if (add_prefix_space_) {
@@ -246,7 +248,9 @@ enum class PrependScheme { kAlways, kFirst, kNever };
 class MetaspacePreTokenizer final : public PreTokenizer {
  public:
   MetaspacePreTokenizer(std::string replacement, PrependScheme scheme, bool split)
-      : replacement_(std::move(replacement)), scheme_(scheme), split_(split),
+      : replacement_(std::move(replacement)),
+        scheme_(scheme),
+        split_(split),
         literal_(Pattern::literal(replacement_)) {}
   void apply(std::vector<Piece>& pieces) const override {
     for (Piece& piece : pieces) {
@@ -259,8 +263,8 @@ class MetaspacePreTokenizer final : public PreTokenizer {
           out.push_back(c);
         }
       }
-      const bool prepend = scheme_ == PrependScheme::kAlways ||
-                           (scheme_ == PrependScheme::kFirst && piece.at_start);
+      const bool prepend =
+          scheme_ == PrependScheme::kAlways || (scheme_ == PrependScheme::kFirst && piece.at_start);
       if (prepend && out.compare(0, replacement_.size(), replacement_) != 0) {
         out.insert(0, replacement_);
       }

@@ -11,10 +11,18 @@ namespace rota::data::hf {
 namespace {
 
 // Darts-clone unit layout.
-bool has_leaf(uint32_t unit) { return ((unit >> 8) & 1) != 0; }
-uint32_t value_of(uint32_t unit) { return unit & ((1u << 31) - 1); }
-uint32_t label_of(uint32_t unit) { return unit & ((1u << 31) | 0xFF); }
-uint32_t offset_of(uint32_t unit) { return (unit >> 10) << ((unit & (1u << 9)) >> 6); }
+bool has_leaf(uint32_t unit) {
+  return ((unit >> 8) & 1) != 0;
+}
+uint32_t value_of(uint32_t unit) {
+  return unit & ((1u << 31) - 1);
+}
+uint32_t label_of(uint32_t unit) {
+  return unit & ((1u << 31) | 0xFF);
+}
+uint32_t offset_of(uint32_t unit) {
+  return (unit >> 10) << ((unit & (1u << 9)) >> 6);
+}
 
 int base64_value(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -47,8 +55,7 @@ std::string base64_decode(std::string_view text, const std::string& where) {
 }
 
 std::string base64_encode(std::string_view bytes) {
-  static const char* kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   size_t i = 0;
   for (; i + 2 < bytes.size(); i += 3) {
@@ -98,9 +105,8 @@ std::optional<std::string_view> PrecompiledCharsmap::transform(std::string_view 
       const size_t index = value_of(units_[node]);
       if (index >= blob_.size()) return std::string_view();
       const size_t end = blob_.find('\0', index);
-      return std::string_view(blob_).substr(index,
-                                            end == std::string::npos ? std::string::npos
-                                                                     : end - index);
+      return std::string_view(blob_).substr(
+          index, end == std::string::npos ? std::string::npos : end - index);
     }
   }
   return std::nullopt;

@@ -94,8 +94,7 @@ Pattern Pattern::literal(std::string_view text) {
   return result;
 }
 
-void Pattern::find_all(std::string_view text,
-                       std::vector<std::pair<size_t, size_t>>& out) const {
+void Pattern::find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const {
   if (!compiled_) {
     if (literal_.empty()) return;
     for (size_t pos = text.find(literal_); pos != std::string_view::npos;
@@ -108,8 +107,8 @@ void Pattern::find_all(std::string_view text,
   const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t start = 0;
   while (start <= text.size()) {
-    const int rc = compiled_->jit ? pcre2_jit_match(compiled_->code, subject, text.size(), start,
-                                                    0, match.data, nullptr)
+    const int rc = compiled_->jit ? pcre2_jit_match(compiled_->code, subject, text.size(), start, 0,
+                                                    match.data, nullptr)
                                   : pcre2_match(compiled_->code, subject, text.size(), start,
                                                 PCRE2_NO_UTF_CHECK, match.data, nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) return;

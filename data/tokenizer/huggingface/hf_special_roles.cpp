@@ -10,19 +10,32 @@ namespace {
 
 // Contents of special added tokens that name a role (docs/data.md has this table).
 constexpr std::pair<std::string_view, SpecialToken> kRoleContents[] = {
-    {"[PAD]", SpecialToken::kPad},          {"<pad>", SpecialToken::kPad},
-    {"<|padding|>", SpecialToken::kPad},    {"<|pad|>", SpecialToken::kPad},
-    {"[UNK]", SpecialToken::kUnk},          {"<unk>", SpecialToken::kUnk},
-    {"<|unk|>", SpecialToken::kUnk},        {"[BOS]", SpecialToken::kBos},
-    {"<s>", SpecialToken::kBos},            {"<bos>", SpecialToken::kBos},
-    {"<|begin_of_text|>", SpecialToken::kBos}, {"<|startoftext|>", SpecialToken::kBos},
-    {"[EOS]", SpecialToken::kEos},          {"</s>", SpecialToken::kEos},
-    {"<eos>", SpecialToken::kEos},          {"<|endoftext|>", SpecialToken::kEos},
-    {"<|end_of_text|>", SpecialToken::kEos}, {"[MASK]", SpecialToken::kMask},
-    {"<mask>", SpecialToken::kMask},        {"<|mask|>", SpecialToken::kMask},
-    {"[CLS]", SpecialToken::kCls},          {"<cls>", SpecialToken::kCls},
-    {"<s>", SpecialToken::kCls},            {"[SEP]", SpecialToken::kSep},
-    {"<sep>", SpecialToken::kSep},          {"</s>", SpecialToken::kSep},
+    {"[PAD]", SpecialToken::kPad},
+    {"<pad>", SpecialToken::kPad},
+    {"<|padding|>", SpecialToken::kPad},
+    {"<|pad|>", SpecialToken::kPad},
+    {"[UNK]", SpecialToken::kUnk},
+    {"<unk>", SpecialToken::kUnk},
+    {"<|unk|>", SpecialToken::kUnk},
+    {"[BOS]", SpecialToken::kBos},
+    {"<s>", SpecialToken::kBos},
+    {"<bos>", SpecialToken::kBos},
+    {"<|begin_of_text|>", SpecialToken::kBos},
+    {"<|startoftext|>", SpecialToken::kBos},
+    {"[EOS]", SpecialToken::kEos},
+    {"</s>", SpecialToken::kEos},
+    {"<eos>", SpecialToken::kEos},
+    {"<|endoftext|>", SpecialToken::kEos},
+    {"<|end_of_text|>", SpecialToken::kEos},
+    {"[MASK]", SpecialToken::kMask},
+    {"<mask>", SpecialToken::kMask},
+    {"<|mask|>", SpecialToken::kMask},
+    {"[CLS]", SpecialToken::kCls},
+    {"<cls>", SpecialToken::kCls},
+    {"<s>", SpecialToken::kCls},
+    {"[SEP]", SpecialToken::kSep},
+    {"<sep>", SpecialToken::kSep},
+    {"</s>", SpecialToken::kSep},
 };
 
 struct Roles {
@@ -47,7 +60,8 @@ void read_post_processor(const json& value, const JsonPath& at, Roles& roles) {
   if (type == "ByteLevel") return;
   if (type == "Sequence") {
     const json& list = array_member(value, at, "processors");
-    for (size_t i = 0; i < list.size(); ++i) read_post_processor(list[i], at.key("processors").index(i), roles);
+    for (size_t i = 0; i < list.size(); ++i)
+      read_post_processor(list[i], at.key("processors").index(i), roles);
     return;
   }
   if (type == "TemplateProcessing") {
@@ -61,11 +75,15 @@ void read_post_processor(const json& value, const JsonPath& at, Roles& roles) {
         seen_sequence = true;
         continue;
       }
-      if (!has(piece, "SpecialToken")) fail_at(where, "must be {{\"SpecialToken\": ...}} or {{\"Sequence\": ...}}");
-      const std::string name = string_member(member(piece, where, "SpecialToken"), where.key("SpecialToken"), "id");
+      if (!has(piece, "SpecialToken"))
+        fail_at(where, "must be {{\"SpecialToken\": ...}} or {{\"Sequence\": ...}}");
+      const std::string name =
+          string_member(member(piece, where, "SpecialToken"), where.key("SpecialToken"), "id");
       const JsonPath token_at = at.key("special_tokens").key(name);
-      const json& ids = array_member(member(specials, at.key("special_tokens"), name), token_at, "ids");
-      if (ids.size() != 1 || !ids[0].is_number_integer()) continue;  // a multi-id marker has no role
+      const json& ids =
+          array_member(member(specials, at.key("special_tokens"), name), token_at, "ids");
+      if (ids.size() != 1 || !ids[0].is_number_integer())
+        continue;  // a multi-id marker has no role
       int64_t& role = seen_sequence ? roles.sep : roles.cls;
       if (role < 0) role = ids[0].get<int64_t>();
     }
@@ -80,7 +98,8 @@ SpecialTokens special_roles(const json& doc, const JsonPath& root, const Model& 
                             const std::vector<AddedToken>& added) {
   SpecialTokens specials;
   Roles roles;
-  if (has(doc, "post_processor")) read_post_processor(doc["post_processor"], root.key("post_processor"), roles);
+  if (has(doc, "post_processor"))
+    read_post_processor(doc["post_processor"], root.key("post_processor"), roles);
   if (roles.cls >= 0) specials.set(SpecialToken::kCls, roles.cls);
   if (roles.sep >= 0) specials.set(SpecialToken::kSep, roles.sep);
   if (model.unk_token()) {

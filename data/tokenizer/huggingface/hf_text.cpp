@@ -136,8 +136,7 @@ bool is_word_char(char32_t c) {
 bool is_mark(char32_t c) {
   if (c < 0x80) return false;
   const int8_t type = u_charType(static_cast<UChar32>(c));
-  return type == U_NON_SPACING_MARK || type == U_COMBINING_SPACING_MARK ||
-         type == U_ENCLOSING_MARK;
+  return type == U_NON_SPACING_MARK || type == U_COMBINING_SPACING_MARK || type == U_ENCLOSING_MARK;
 }
 
 bool is_punctuation(char32_t c) {
@@ -207,8 +206,8 @@ std::string normalize(std::string_view text, NormalForm form) {
   if (is_ascii(text)) return std::string(text);
   const icu::Normalizer2& normalizer = normalizer_of(form);
   UErrorCode status = U_ZERO_ERROR;
-  const icu::UnicodeString source =
-      icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
+  const icu::UnicodeString source = icu::UnicodeString::fromUTF8(
+      icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
   const icu::UnicodeString result = normalizer.normalize(source, status);
   ROTA_CHECK(U_SUCCESS(status), "ICU: normalisation failed ({})", u_errorName(status));
   std::string out;

@@ -78,7 +78,8 @@ class Unigram final : public Model {
         if (id >= 0) {
           const double candidate = scores_[id] + till_here;
           Node& target = best[end];
-          if (target.starts_at < 0 || candidate > target.score) target = {id, candidate, static_cast<int64_t>(start)};
+          if (target.starts_at < 0 || candidate > target.score)
+            target = {id, candidate, static_cast<int64_t>(start)};
           if (end - start == char_len) has_single = true;
         }
         if (end == size) break;
@@ -86,9 +87,10 @@ class Unigram final : public Model {
       }
       if (!has_single) {
         if (unk_id_ < 0)
-          fail("tokenizer.json: Unigram model has no unk_id and '{}' contains a character outside "
-               "its vocabulary",
-               std::string(text));
+          fail(
+              "tokenizer.json: Unigram model has no unk_id and '{}' contains a character outside "
+              "its vocabulary",
+              std::string(text));
         const double candidate = unk_score_ + till_here;
         Node& target = best[start + char_len];
         if (target.starts_at < 0 || candidate > target.score)
@@ -128,7 +130,8 @@ class Unigram final : public Model {
       bool all = true;
       for (char c : token) all = all && byte_ids_[static_cast<unsigned char>(c)] >= 0;
       if (all) {
-        for (char c : token) out.push_back(static_cast<int32_t>(byte_ids_[static_cast<unsigned char>(c)]));
+        for (char c : token)
+          out.push_back(static_cast<int32_t>(byte_ids_[static_cast<unsigned char>(c)]));
         return;
       }
     }

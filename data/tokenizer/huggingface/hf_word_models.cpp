@@ -10,8 +10,9 @@ namespace {
 class WordPiece final : public Model {
  public:
   WordPiece(const json& value, const JsonPath& at) {
-    read_vocab_object(member(value, at, "vocab"), at.key("vocab"),
-                      [&](const std::string& token, int64_t id) { add_token(token, id, at.key("vocab")); });
+    read_vocab_object(
+        member(value, at, "vocab"), at.key("vocab"),
+        [&](const std::string& token, int64_t id) { add_token(token, id, at.key("vocab")); });
     unk_token_ = string_or(value, at, "unk_token", "[UNK]");
     prefix_ = string_or(value, at, "continuing_subword_prefix", "##");
     max_chars_ = int_or(value, at, "max_input_chars_per_word", 100);
@@ -22,7 +23,9 @@ class WordPiece final : public Model {
 
   void encode(std::string_view word, std::vector<int64_t>& ids) const override {
     int64_t chars = 0;
-    for (size_t pos = 0; pos < word.size(); pos += utf8_length(static_cast<unsigned char>(word[pos]))) ++chars;
+    for (size_t pos = 0; pos < word.size();
+         pos += utf8_length(static_cast<unsigned char>(word[pos])))
+      ++chars;
     if (chars > max_chars_) {
       ids.push_back(unk());
       return;
@@ -68,8 +71,9 @@ class WordPiece final : public Model {
 class WordLevel final : public Model {
  public:
   WordLevel(const json& value, const JsonPath& at) {
-    read_vocab_object(member(value, at, "vocab"), at.key("vocab"),
-                      [&](const std::string& token, int64_t id) { add_token(token, id, at.key("vocab")); });
+    read_vocab_object(
+        member(value, at, "vocab"), at.key("vocab"),
+        [&](const std::string& token, int64_t id) { add_token(token, id, at.key("vocab")); });
     unk_token_ = string_or(value, at, "unk_token", "<unk>");
     unk_id_ = find(*unk_token_);
   }

@@ -21,8 +21,8 @@ namespace rota::data {
 
 namespace {
 
-using hf::JsonPath;
 using hf::json;
+using hf::JsonPath;
 
 // Texts shorter than this are encoded on the calling thread.
 constexpr size_t kParallelBytes = 1 << 16;
@@ -30,7 +30,8 @@ constexpr size_t kParallelBytes = 1 << 16;
 hf::AddedToken parse_added_token(const json& value, const JsonPath& at) {
   hf::AddedToken token;
   const json& id = hf::member(value, at, "id");
-  if (!id.is_number_integer() || id.get<int64_t>() < 0) hf::fail_at(at.key("id"), "must be a non-negative integer");
+  if (!id.is_number_integer() || id.get<int64_t>() < 0)
+    hf::fail_at(at.key("id"), "must be a non-negative integer");
   token.id = id.get<int64_t>();
   token.content = hf::string_member(value, at, "content");
   token.single_word = hf::bool_or(value, at, "single_word", false);
@@ -67,7 +68,8 @@ std::unique_ptr<HuggingFaceTokenizer> HuggingFaceTokenizer::from_json(std::strin
   }
   const JsonPath root{name, ""};
   if (!doc.is_object()) fail("{}: a tokenizer.json must be a JSON object", name);
-  if (!doc.contains("model")) fail("{}: has no \"model\" (not a Hugging Face tokenizer.json)", name);
+  if (!doc.contains("model"))
+    fail("{}: has no \"model\" (not a Hugging Face tokenizer.json)", name);
   if (hf::has(doc, "version")) {
     const json& version = doc["version"];
     if (!version.is_string() || version.get<std::string>() != "1.0")
@@ -78,7 +80,8 @@ std::unique_ptr<HuggingFaceTokenizer> HuggingFaceTokenizer::from_json(std::strin
   std::unique_ptr<HuggingFaceTokenizer> tokenizer(new HuggingFaceTokenizer());
   HuggingFaceTokenizer& t = *tokenizer;
   t.model_ = hf::parse_model(doc["model"], root.key("model"));
-  if (hf::has(doc, "normalizer")) t.normalizer_ = hf::parse_normalizer(doc["normalizer"], root.key("normalizer"));
+  if (hf::has(doc, "normalizer"))
+    t.normalizer_ = hf::parse_normalizer(doc["normalizer"], root.key("normalizer"));
   if (hf::has(doc, "pre_tokenizer"))
     t.pre_tokenizer_ = hf::parse_pre_tokenizer(doc["pre_tokenizer"], root.key("pre_tokenizer"));
   if (hf::has(doc, "decoder")) t.decoder_ = hf::parse_decoder(doc["decoder"], root.key("decoder"));
@@ -104,7 +107,8 @@ std::unique_ptr<HuggingFaceTokenizer> HuggingFaceTokenizer::from_json(std::strin
   // The vocabulary: the model's tokens, then the added tokens (which win for display).
   t.tokens_ = t.model_->tokens();
   t.known_.assign(t.tokens_.size(), false);
-  for (size_t id = 0; id < t.tokens_.size(); ++id) t.known_[id] = t.model_->find(t.tokens_[id]) == static_cast<int64_t>(id);
+  for (size_t id = 0; id < t.tokens_.size(); ++id)
+    t.known_[id] = t.model_->find(t.tokens_[id]) == static_cast<int64_t>(id);
   for (const hf::AddedToken& token : t.added_->tokens) {
     if (static_cast<size_t>(token.id) >= t.tokens_.size()) {
       t.tokens_.resize(token.id + 1);
@@ -154,7 +158,8 @@ void HuggingFaceTokenizer::encode_line(std::string_view line, std::vector<int64_
         continue;
       }
       pieces.clear();
-      pieces.push_back({text.substr(span.begin, span.end - span.begin), raw.begin == 0 && span.begin == 0});
+      pieces.push_back(
+          {text.substr(span.begin, span.end - span.begin), raw.begin == 0 && span.begin == 0});
       if (pre_tokenizer_) pre_tokenizer_->apply(pieces);
       for (const hf::Piece& piece : pieces) {
         if (!piece.text.empty()) model_->encode(piece.text, ids);
