@@ -242,6 +242,97 @@ tokenizers['llama3_bpe'] = doc({
   });
 }
 
+// Cased BERT: the WordPiece vocabulary with a BertNormalizer that keeps case and accents.
+tokenizers['bert_cased_variant'] = Object.assign({}, tokenizers['bert_wordpiece'], {
+  normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: false, strip_accents: false, lowercase: false },
+  decoder: { type: 'WordPiece', prefix: '##', cleanup: false },
+});
+
+// A small BPE trainer of our own, for the options the reference's default trainer does not
+// set: continuing_subword_prefix, end_of_word_suffix.
+function trainSubwordBpe(words, merges, prefix, suffix) {
+  const counts = new Map();
+  for (const w of words) counts.set(w, (counts.get(w) || 0) + 1);
+  const split = [...counts.keys()].map((w) => {
+    const chars = [...w];
+    return chars.map((c, i) => (i > 0 ? prefix : '') + c + (i === chars.length - 1 ? suffix : ''));
+  });
+  const freq = [...counts.values()];
+  const vocab = new Set(split.flat());
+  const result = [];
+  for (let m = 0; m < merges; ++m) {
+    const pairs = new Map();
+    split.forEach((s, k) => { for (let i = 0; i + 1 < s.length; ++i) { const key = s[i] + '\u0000' + s[i + 1]; pairs.set(key, (pairs.get(key) || 0) + freq[k]); } });
+    let best = null, bestCount = 0;
+    for (const [key, c] of pairs) if (c > bestCount) { best = key; bestCount = c; }
+    if (!best) break;
+    const [a, b] = best.split('\u0000');
+    const joined = a + (b.startsWith(prefix) ? b.slice(prefix.length) : b);
+    result.push([a, b]);
+    vocab.add(joined);
+    split.forEach((s) => { for (let i = 0; i + 1 < s.length; ++i) if (s[i] === a && s[i + 1] === b) { s.splice(i, 2, joined); } });
+  }
+  return { vocab: [...vocab], merges: result };
+}
+
+// BPE with a continuation prefix, an end-of-word suffix, <unk> (fused) and byte fallback for
+// ASCII bytes only (so other unknown characters become <unk>); Split with invert.
+{
+  const text = fs.readFileSync(shakespeare, 'utf8');
+  const words = text.split(/\s+/).filter((w) => w.length > 0).slice(0, 60000).flatMap((w) => w.split(/(?=[^\w])|(?<=[^\w])/));
+  const trained = trainSubwordBpe(words, 400, '##', '</w>');
+  const vocab = { '<unk>': 0 };
+  for (let b = 0; b < 128; ++b) vocab['<0x' + b.toString(16).toUpperCase().padStart(2, '0') + '>'] = Object.keys(vocab).length;
+  for (const t of trained.vocab) if (!(t in vocab)) vocab[t] = Object.keys(vocab).length;
+  tokenizers['bpe_subword_unk'] = doc({
+    added_tokens: [added(0, '<unk>')],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'NFD' }, { type: 'BertNormalizer', clean_text: false, handle_chinese_chars: true, strip_accents: false, lowercase: false }] },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [
+      { type: 'Split', pattern: { Regex: '\\w+|[^\\w\\s]+' }, behavior: 'Removed', invert: true },
+      { type: 'Split', pattern: { String: '-' }, behavior: 'MergedWithNext', invert: false },
+      { type: 'Punctuation', behavior: 'MergedWithPrevious' }] },
+    decoder: { type: 'Sequence', decoders: [{ type: 'ByteFallback' }, { type: 'Replace', pattern: { String: '##' }, content: '' }, { type: 'BPEDecoder', suffix: '</w>' }] },
+    model: { type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: '##', end_of_word_suffix: '</w>',
+      fuse_unk: true, byte_fallback: true, ignore_merges: false, vocab, merges: trained.merges },
+  });
+}
+
+// Llama-2 style: no pre-tokenizer, Prepend + Replace normalizer, BPE with byte fallback.
+{
+  const trained = train(tk.BPE.empty(), (t) => t.setNormalizer(tk.sequenceNormalizer([tk.prependNormalizer('▁'), tk.replace(' ', '▁')])),
+    [path.join(data, 'sst-2', 'dev.tsv')]);
+  const vocab = { '<unk>': 0, '<s>': 1, '</s>': 2 };
+  for (let b = 0; b < 256; ++b) vocab['<0x' + b.toString(16).toUpperCase().padStart(2, '0') + '>'] = Object.keys(vocab).length;
+  const merges = [];
+  const alphabet = Object.entries(trained.model.vocab).sort((a, b) => a[1] - b[1]).map((e) => e[0]).filter((t) => [...t].length === 1);
+  for (const c of alphabet) if (!(c in vocab)) vocab[c] = Object.keys(vocab).length;
+  for (const m of trained.model.merges) {
+    const [a, b] = Array.isArray(m) ? m : m.split(' ');
+    if (Object.keys(vocab).length >= 2500) break;
+    if (!(a in vocab) || !(b in vocab)) continue;
+    merges.push([a, b]);
+    if (!((a + b) in vocab)) vocab[a + b] = Object.keys(vocab).length;
+  }
+  tokenizers['llama2_bpe'] = doc({
+    added_tokens: [added(0, '<unk>'), added(1, '<s>'), added(2, '</s>')],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '▁' }, { type: 'Replace', pattern: { String: ' ' }, content: '▁' }] },
+    pre_tokenizer: null,
+    post_processor: { type: 'TemplateProcessing', single: [{ SpecialToken: { id: '<s>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
+      pair: [{ SpecialToken: { id: '<s>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '<s>', type_id: 1 } }, { Sequence: { id: 'B', type_id: 1 } }],
+      special_tokens: { '<s>': { id: '<s>', ids: [1], tokens: ['<s>'] } } },
+    decoder: { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: '▁' }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }, { type: 'Strip', content: ' ', start: 1, stop: 0 }] },
+    model: { type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: null, end_of_word_suffix: null,
+      fuse_unk: true, byte_fallback: true, ignore_merges: false, vocab, merges },
+  });
+}
+
+// Metaspace without prepending or splitting, over the Unigram vocabulary.
+tokenizers['unigram_metaspace_never'] = Object.assign({}, tokenizers['unigram_metaspace'], {
+  normalizer: { type: 'Sequence', normalizers: [{ type: 'NFKC' }, { type: 'Lowercase' }] },
+  pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'WhitespaceSplit' }, { type: 'Metaspace', replacement: '▁', prepend_scheme: 'never', split: false }] },
+  decoder: { type: 'Metaspace', replacement: '▁', prepend_scheme: 'never', split: false },
+});
+
 // ---- goldens -----------------------------------------------------------------------------
 async function main() {
   const summary = {};

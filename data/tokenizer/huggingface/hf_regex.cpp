@@ -11,7 +11,7 @@ namespace rota::data::hf {
 
 namespace {
 
-constexpr const char* kWordClass = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}";
+constexpr const char* kWordClass = "\\p{Alphabetic}\\p{M}\\p{N}\\p{Pc}";
 
 // Match data for one thread (an ovector of one pair is all find_all reads).
 struct MatchData {

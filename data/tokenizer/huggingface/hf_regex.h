@@ -13,7 +13,8 @@ namespace rota::data::hf {
 struct JsonPath;
 
 /// A compiled pattern. `\s`, `\S` and `\w`, `\W` are rewritten to Oniguruma's Unicode meaning
-/// (White_Space; Alphabetic + marks + decimal digits + connector punctuation + joiners).
+/// (White_Space incl. U+0085; Alphabetic + marks + numbers + connector punctuation, no joiners,
+/// as measured against the reference).
 class Pattern {
  public:
   /// Regex pattern; throws rota::Error naming `at` when PCRE2 rejects it.

@@ -45,6 +45,20 @@ std::string ids_sha256(const std::vector<int64_t>& ids) {
   return sha256_hex(bytes);
 }
 
+// Where two id sequences part (for failure messages).
+std::string first_difference(const std::vector<int64_t>& got, const std::vector<int64_t>& want) {
+  size_t i = 0;
+  while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
+  if (i == got.size() && i == want.size()) return "equal";
+  const auto around = [&](const std::vector<int64_t>& ids) {
+    std::string text;
+    for (size_t k = i; k < ids.size() && k < i + 8; ++k) text += std::to_string(ids[k]) + " ";
+    return text;
+  };
+  return "first difference at " + std::to_string(i) + ": got [" + around(got) + "] want [" +
+         around(want) + "]";
+}
+
 std::vector<int64_t> as_ids(const nlohmann::json& list) {
   return list.get<std::vector<int64_t>>();
 }
@@ -66,7 +80,8 @@ TEST_P(HuggingFaceGolden, StressTextLineByLine) {
   std::vector<int64_t> all;
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::vector<int64_t> ids = as_ids(expected[i].at("ids"));
-    EXPECT_EQ(tokenizer->encode(lines[i]), ids) << "line " << i << ": " << lines[i];
+    const std::vector<int64_t> got = tokenizer->encode(lines[i]);
+    EXPECT_EQ(got, ids) << "line " << i << ": " << lines[i] << "\n" << first_difference(got, ids);
     EXPECT_EQ(tokenizer->decode(ids), expected[i].at("decoded").get<std::string>())
         << "line " << i << ": " << lines[i];
     all.insert(all.end(), ids.begin(), ids.end());
@@ -115,9 +130,10 @@ TEST_P(HuggingFaceGolden, SaveLoadRoundTrip) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, HuggingFaceGolden,
-                         ::testing::Values("gpt2_bpe", "llama3_bpe", "bert_wordpiece",
-                                           "unigram_metaspace", "spm_precompiled_unigram",
-                                           "wordlevel_variants"));
+                         ::testing::Values("gpt2_bpe", "llama3_bpe", "llama2_bpe", "bert_wordpiece",
+                                           "bert_cased_variant", "bpe_subword_unk",
+                                           "unigram_metaspace", "unigram_metaspace_never",
+                                           "spm_precompiled_unigram", "wordlevel_variants"));
 
 }  // namespace
 }  // namespace rota::data
