@@ -103,26 +103,32 @@ void Pattern::find_all(std::string_view text, std::vector<std::pair<size_t, size
     }
     return;
   }
+  if (text.empty()) return;  // the reference reports no match in an empty string
   thread_local MatchData match;
   const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t start = 0;
+  bool matched = false;
+  size_t last_end = 0;
   while (start <= text.size()) {
     const int rc = compiled_->jit ? pcre2_jit_match(compiled_->code, subject, text.size(), start, 0,
                                                     match.data, nullptr)
                                   : pcre2_match(compiled_->code, subject, text.size(), start,
                                                 PCRE2_NO_UTF_CHECK, match.data, nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) return;
-    ROTA_CHECK(rc >= 0 || rc == 0, "regex: PCRE2 match failed (error {})", rc);
+    ROTA_CHECK(rc >= 0, "regex: PCRE2 match failed (error {})", rc);
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match.data);
     const size_t begin = ovector[0], end = ovector[1];
-    if (end > begin) {
-      out.emplace_back(begin, end);
-      start = end;
-    } else {
-      // An empty match: move on by one character.
-      if (begin >= text.size()) return;
-      start = begin + utf8_length(static_cast<unsigned char>(text[begin]));
+    // As Oniguruma's iterator: an empty match right where the previous match ended is skipped
+    // by moving on one character.
+    if (begin == end && matched && last_end == end) {
+      if (start >= text.size()) return;
+      start += utf8_length(static_cast<unsigned char>(text[start]));
+      continue;
     }
+    out.emplace_back(begin, end);
+    matched = true;
+    last_end = end;
+    start = end;
   }
 }
 

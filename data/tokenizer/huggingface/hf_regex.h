@@ -24,8 +24,9 @@ class Pattern {
   Pattern& operator=(Pattern&&) noexcept;
   ~Pattern();
 
-  /// Appends the [start, end) byte ranges of the non-empty, non-overlapping matches in text
-  /// (valid UTF-8), leftmost first.
+  /// Appends the [start, end) byte ranges of the non-overlapping matches in text (valid
+  /// UTF-8), leftmost first, as the reference finds them: empty matches count, except one
+  /// right where the previous match ended; an empty text has no matches.
   void find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const;
 
  private:
