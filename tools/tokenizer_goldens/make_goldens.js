@@ -336,8 +336,16 @@ tokenizers['unigram_metaspace_never'] = Object.assign({}, tokenizers['unigram_me
 // ---- goldens -----------------------------------------------------------------------------
 async function main() {
   const summary = {};
+  for (const [name, json] of Object.entries(tokenizers)) fs.writeFileSync(path.join(out, name + '.json'), JSON.stringify(json));
+  // Rota's own tokenizers exported as tokenizer.hf.json (written by the C++ test
+  // rota_export_golden.cpp with ROTA_UPDATE_EXPORT_GOLDENS=1): the reference encodes them too.
+  const exportDir = path.join(out, 'rota_export');
+  if (fs.existsSync(exportDir)) {
+    for (const file of fs.readdirSync(exportDir).sort()) {
+      tokenizers['rota_export/' + path.basename(file, '.json')] = JSON.parse(fs.readFileSync(path.join(exportDir, file), 'utf8'));
+    }
+  }
   for (const [name, json] of Object.entries(tokenizers)) {
-    fs.writeFileSync(path.join(out, name + '.json'), JSON.stringify(json));
     const t = load(json);
     const entry = { corpora: {} };
     const encodeLines = async (text) => {
