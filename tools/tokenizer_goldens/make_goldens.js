@@ -46,6 +46,7 @@ const stress = [
   'email me@example.com url https://example.com/a?b=c#d (brackets) [square] {curly} «guillemets» „quotes“',
   'combining: a\u0300\u0301\u0302 e\u0327\u0306 Z\u0351\u0352\u0353 hangul 한국어 ᄒ\u1161\u11ab jamo',
   'math: ∑∫√∞ ≤≥≠ ⊂⊃ arrows ←→ box ┌─┐ braille ⠁⠃ dingbats ✓✗ private \ue000',
+  'added [R]   after, a word, words, sword, word-play, [R]\t<mask>end 2024-11-26 12345',
 ].join('\n') + '\nno final newline';
 fs.writeFileSync(path.join(out, 'stress.txt'), stress);
 
@@ -332,6 +333,26 @@ tokenizers['unigram_metaspace_never'] = Object.assign({}, tokenizers['unigram_me
   pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'WhitespaceSplit' }, { type: 'Metaspace', replacement: '▁', prepend_scheme: 'never', split: false }] },
   decoder: { type: 'Metaspace', replacement: '▁', prepend_scheme: 'never', split: false },
 });
+
+// RoBERTa style: ByteLevel with a prefix space after contiguous digit runs, <unk> in the BPE
+// model (fuse_unk false), rstrip and single_word added tokens, RobertaProcessing.
+{
+  const vocab = Object.assign({}, gpt2.vocab);
+  const extra = ['<s>', '<pad>', '</s>', '<unk>', '<mask>', '[R]', 'word'];
+  const base = Object.keys(vocab).length;
+  extra.forEach((t, i) => { vocab[t] = base + i; });
+  tokenizers['roberta_bpe'] = doc({
+    added_tokens: [added(base, '<s>'), added(base + 1, '<pad>'), added(base + 2, '</s>'), added(base + 3, '<unk>'),
+      added(base + 4, '<mask>', true, { lstrip: true }), added(base + 5, '[R]', false, { rstrip: true, normalized: false }),
+      added(base + 6, 'word', true, { single_word: true })],
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: false },
+      { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true }] },
+    post_processor: { type: 'RobertaProcessing', sep: ['</s>', base + 2], cls: ['<s>', base], trim_offsets: true, add_prefix_space: true },
+    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    model: { type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: '', end_of_word_suffix: '',
+      fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: gpt2.merges },
+  });
+}
 
 // ---- goldens -----------------------------------------------------------------------------
 async function main() {

@@ -130,10 +130,11 @@ TEST_P(HuggingFaceGolden, SaveLoadRoundTrip) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, HuggingFaceGolden,
-                         ::testing::Values("gpt2_bpe", "llama3_bpe", "llama2_bpe", "bert_wordpiece",
-                                           "bert_cased_variant", "bpe_subword_unk",
-                                           "unigram_metaspace", "unigram_metaspace_never",
-                                           "spm_precompiled_unigram", "wordlevel_variants"));
+                         ::testing::Values("gpt2_bpe", "roberta_bpe", "llama3_bpe", "llama2_bpe",
+                                           "bert_wordpiece", "bert_cased_variant",
+                                           "bpe_subword_unk", "unigram_metaspace",
+                                           "unigram_metaspace_never", "spm_precompiled_unigram",
+                                           "wordlevel_variants"));
 
 }  // namespace
 }  // namespace rota::data
