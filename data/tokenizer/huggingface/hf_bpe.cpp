@@ -2,6 +2,7 @@
 // rank, leftmost first.
 #include <array>
 #include <climits>
+#include <queue>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -88,7 +89,7 @@ class Bpe final : public Model {
     }
     std::vector<int32_t> word = merge_word(piece);
     ids.insert(ids.end(), word.begin(), word.end());
-    cached.emplace(std::string(piece), std::move(word));
+    if (piece.size() <= kCachedPieceBytes) cached.emplace(std::string(piece), std::move(word));
   }
 
  private:
@@ -136,7 +137,16 @@ class Bpe final : public Model {
       }
     }
     if (pending_unk >= 0) symbols.push_back(static_cast<int32_t>(pending_unk));
-    // Merge the lowest-ranked adjacent pair, leftmost first, until none applies.
+    if (symbols.size() <= kShortWord) {
+      merge_short(symbols);
+    } else {
+      merge_long(symbols);
+    }
+    return symbols;
+  }
+
+  // Short words: merge the lowest-ranked adjacent pair, leftmost first, until none applies.
+  void merge_short(std::vector<int32_t>& symbols) const {
     while (symbols.size() > 1) {
       int32_t best_rank = INT32_MAX, best_id = -1;
       size_t best_pos = 0;
@@ -152,8 +162,52 @@ class Bpe final : public Model {
       symbols[best_pos] = best_id;
       symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best_pos) + 1);
     }
-    return symbols;
   }
+
+  // Long words (a whole line when there is no pre-tokenizer): the same order with a heap of
+  // candidate pairs (rank, then position) over a linked list, stale entries skipped.
+  void merge_long(std::vector<int32_t>& symbols) const {
+    const int32_t n = static_cast<int32_t>(symbols.size());
+    std::vector<int32_t> prev(n), next(n);
+    std::vector<bool> alive(n, true);
+    for (int32_t i = 0; i < n; ++i) {
+      prev[i] = i - 1;
+      next[i] = i + 1 < n ? i + 1 : -1;
+    }
+    struct Candidate {
+      int32_t rank, pos, id;
+      bool operator>(const Candidate& o) const {
+        return rank != o.rank ? rank > o.rank : pos > o.pos;
+      }
+    };
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
+    const auto consider = [&](int32_t left) {
+      if (left < 0 || next[left] < 0) return;
+      const auto it = merges_.find(pair_key(symbols[left], symbols[next[left]]));
+      if (it != merges_.end()) queue.push({it->second.rank, left, it->second.id});
+    };
+    for (int32_t i = 0; i + 1 < n; ++i) consider(i);
+    while (!queue.empty()) {
+      const Candidate top = queue.top();
+      queue.pop();
+      if (!alive[top.pos] || next[top.pos] < 0) continue;
+      const int32_t right = next[top.pos];
+      const auto it = merges_.find(pair_key(symbols[top.pos], symbols[right]));
+      if (it == merges_.end() || it->second.id != top.id || it->second.rank != top.rank) continue;
+      symbols[top.pos] = top.id;
+      alive[right] = false;
+      next[top.pos] = next[right];
+      if (next[right] >= 0) prev[next[right]] = top.pos;
+      consider(prev[top.pos]);
+      consider(top.pos);
+    }
+    std::vector<int32_t> merged;
+    merged.reserve(n);
+    for (int32_t i = 0; i >= 0 && i < n; i = next[i]) merged.push_back(symbols[i]);
+    symbols = std::move(merged);
+  }
+
+  static constexpr size_t kShortWord = 24;
 
   std::string prefix_, suffix_;
   bool fuse_unk_ = false, byte_fallback_ = false, ignore_merges_ = false;

@@ -15,6 +15,9 @@
 
 namespace rota::data::hf {
 
+/// Pieces longer than this are not cached (a whole line, when there is no pre-tokenizer).
+inline constexpr size_t kCachedPieceBytes = 256;
+
 class Model {
  public:
   virtual ~Model() = default;

@@ -55,7 +55,7 @@ class Unigram final : public Model {
     std::vector<int32_t> result;
     for (const std::string_view token : viterbi(piece)) to_ids(token, result);
     ids.insert(ids.end(), result.begin(), result.end());
-    cached.emplace(std::string(piece), std::move(result));
+    if (piece.size() <= kCachedPieceBytes) cached.emplace(std::string(piece), std::move(result));
   }
 
  private:
