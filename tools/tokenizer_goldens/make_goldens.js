@@ -19,6 +19,7 @@ fs.mkdirSync(out, { recursive: true });
 
 const shakespeare = path.join(data, 'tinyshakespeare', 'input.txt');
 const corpora = {
+  'wikitext-2/train.txt': path.join(data, 'wikitext-2', 'train.txt'),
   'wikitext-2/valid.txt': path.join(data, 'wikitext-2', 'valid.txt'),
   'wikitext-2/test.txt': path.join(data, 'wikitext-2', 'test.txt'),
   'tinyshakespeare/input.txt': shakespeare,
