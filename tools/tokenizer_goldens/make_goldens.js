@@ -48,6 +48,9 @@ const stress = [
   'combining: a\u0300\u0301\u0302 e\u0327\u0306 Z\u0351\u0352\u0353 hangul 한국어 ᄒ\u1161\u11ab jamo',
   'math: ∑∫√∞ ≤≥≠ ⊂⊃ arrows ←→ box ┌─┐ braille ⠁⠃ dingbats ✓✗ private \ue000',
   'added [R]   after, a word, words, sword, word-play, [R]\t<mask>end 2024-11-26 12345',
+  '<s>Hello at the start</s>',
+  '<mask> starts this line [CLS][SEP]',
+  '  <|endoftext|>  two spaces before',
 ].join('\n') + '\nno final newline';
 fs.writeFileSync(path.join(out, 'stress.txt'), stress);
 
