@@ -400,4 +400,59 @@ async function main() {
   fs.writeFileSync(path.join(out, 'goldens.json'), JSON.stringify(summary) + '\n');
 }
 
+// Each normalizer and pre-tokenizer alone on the stress lines: the same component as a JSON
+// config (what Rota parses) and as the reference's constructor.
+function writeComponentGoldens() {
+  const normalizers = [
+    [{ type: 'NFC' }, tk.nfcNormalizer()],
+    [{ type: 'NFD' }, tk.nfdNormalizer()],
+    [{ type: 'NFKC' }, tk.nfkcNormalizer()],
+    [{ type: 'NFKD' }, tk.nfkdNormalizer()],
+    [{ type: 'Lowercase' }, tk.lowercase()],
+    [{ type: 'StripAccents' }, tk.stripAccentsNormalizer()],
+    [{ type: 'Sequence', normalizers: [{ type: 'NFD' }, { type: 'StripAccents' }] }, tk.sequenceNormalizer([tk.nfdNormalizer(), tk.stripAccentsNormalizer()])],
+    [{ type: 'Strip', strip_left: true, strip_right: true }, tk.stripNormalizer(true, true)],
+    [{ type: 'Strip', strip_left: false, strip_right: true }, tk.stripNormalizer(false, true)],
+    [{ type: 'Strip', strip_left: true, strip_right: false }, tk.stripNormalizer(true, false)],
+    [{ type: 'Prepend', prepend: '▁' }, tk.prependNormalizer('▁')],
+    [{ type: 'Replace', pattern: { String: ' ' }, content: '▁' }, tk.replace(' ', '▁')],
+    [{ type: 'Replace', pattern: { String: 'e' }, content: '' }, tk.replace('e', '')],
+    [{ type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true }, tk.bertNormalizer({ cleanText: true, handleChineseChars: true, lowercase: true })],
+    [{ type: 'BertNormalizer', clean_text: true, handle_chinese_chars: false, strip_accents: false, lowercase: false }, tk.bertNormalizer({ cleanText: true, handleChineseChars: false, stripAccents: false, lowercase: false })],
+    [{ type: 'BertNormalizer', clean_text: false, handle_chinese_chars: true, strip_accents: true, lowercase: false }, tk.bertNormalizer({ cleanText: false, handleChineseChars: true, stripAccents: true, lowercase: false })],
+    // The charsmap is that of spm_precompiled_unigram.json (the test reads it from there).
+    [{ type: 'Precompiled', precompiled_charsmap: null, charsmap_of: 'spm_precompiled_unigram.json' },
+      tk.precompiled(Array.from(Buffer.from(tokenizers['spm_precompiled_unigram'].normalizer.normalizers[0].precompiled_charsmap, 'base64')))],
+  ];
+  const preTokenizers = [
+    [{ type: 'ByteLevel', add_prefix_space: true, use_regex: true }, tk.byteLevelPreTokenizer(true, true)],
+    [{ type: 'ByteLevel', add_prefix_space: false, use_regex: true }, tk.byteLevelPreTokenizer(false, true)],
+    [{ type: 'ByteLevel', add_prefix_space: false, use_regex: false }, tk.byteLevelPreTokenizer(false, false)],
+    [{ type: 'Whitespace' }, tk.whitespacePreTokenizer()],
+    [{ type: 'WhitespaceSplit' }, tk.whitespaceSplitPreTokenizer()],
+    [{ type: 'BertPreTokenizer' }, tk.bertPreTokenizer()],
+    [{ type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true }, tk.metaspacePreTokenizer('▁', 'always', true)],
+    [{ type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: true }, tk.metaspacePreTokenizer('▁', 'first', true)],
+    [{ type: 'Metaspace', replacement: '_', prepend_scheme: 'never', split: false }, tk.metaspacePreTokenizer('_', 'never', false)],
+    [{ type: 'Digits', individual_digits: true }, tk.digitsPreTokenizer(true)],
+    [{ type: 'Digits', individual_digits: false }, tk.digitsPreTokenizer(false)],
+  ];
+  for (const behavior of ['removed', 'isolated', 'mergedWithPrevious', 'mergedWithNext', 'contiguous']) {
+    const name = behavior[0].toUpperCase() + behavior.slice(1);
+    preTokenizers.push([{ type: 'Punctuation', behavior: name }, tk.punctuationPreTokenizer(behavior)]);
+    for (const invert of [false, true]) {
+      preTokenizers.push([{ type: 'Split', pattern: { String: ' ' }, behavior: name, invert }, tk.splitPreTokenizer(' ', behavior, invert)]);
+    }
+  }
+  preTokenizers.push([{ type: 'Sequence', pretokenizers: [{ type: 'WhitespaceSplit' }, { type: 'Punctuation', behavior: 'Isolated' }, { type: 'Digits', individual_digits: false }] },
+    tk.sequencePreTokenizer([tk.whitespaceSplitPreTokenizer(), tk.punctuationPreTokenizer('isolated'), tk.digitsPreTokenizer(false)])]);
+  const stressLines = lines(stress);
+  const result = {
+    normalizers: normalizers.map(([config, n]) => ({ config, outputs: stressLines.map((l) => n.normalizeString(l)) })),
+    pre_tokenizers: preTokenizers.map(([config, p]) => ({ config, outputs: stressLines.map((l) => p.preTokenizeString(l).map((piece) => piece[0])) })),
+  };
+  fs.writeFileSync(path.join(out, 'components.json'), JSON.stringify(result) + '\n');
+}
+
+writeComponentGoldens();
 main().then(() => fs.rmSync(tmp, { recursive: true, force: true }));
