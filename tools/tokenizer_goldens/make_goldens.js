@@ -51,6 +51,7 @@ const stress = [
   '<s>Hello at the start</s>',
   '<mask> starts this line [CLS][SEP]',
   '  <|endoftext|>  two spaces before',
+  'newer emoji \u{1FAE0}\u{1FABF} unassigned \u0378\u{50000} tag \u{E0001} surrogate-free \u{10FFFD} ligature ǆ Ǳ',
 ].join('\n') + '\nno final newline';
 fs.writeFileSync(path.join(out, 'stress.txt'), stress);
 

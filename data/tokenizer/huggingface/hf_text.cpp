@@ -154,8 +154,8 @@ bool is_punctuation(char32_t c) {
 bool is_bert_control(char32_t c) {
   if (c == '\t' || c == '\n' || c == '\r') return false;
   const int8_t type = u_charType(static_cast<UChar32>(c));
-  return type == U_CONTROL_CHAR || type == U_FORMAT_CHAR || type == U_UNASSIGNED ||
-         type == U_PRIVATE_USE_CHAR;
+  // Unassigned code points (Cn) are kept, as the reference does.
+  return type == U_CONTROL_CHAR || type == U_FORMAT_CHAR || type == U_PRIVATE_USE_CHAR;
 }
 
 bool is_bert_whitespace(char32_t c) {

@@ -32,7 +32,8 @@ bool is_mark(char32_t c);          // General_Category M (Mn, Mc, Me)
 /// Hugging Face's punctuation test (BertPreTokenizer, Punctuation): ASCII punctuation or
 /// General_Category P*.
 bool is_punctuation(char32_t c);
-/// BertNormalizer's control test: Cc, Cf, Cn, Co (but not \t \n \r).
+/// BertNormalizer's control test: Cc, Cf, Co (but not \t \n \r; unassigned code points are
+/// kept, as measured against the reference).
 bool is_bert_control(char32_t c);
 /// BertNormalizer's whitespace test: \t \n \r or White_Space.
 bool is_bert_whitespace(char32_t c);
