@@ -51,6 +51,13 @@ const stress = [
   '<s>Hello at the start</s>',
   '<mask> starts this line [CLS][SEP]',
   '  <|endoftext|>  two spaces before',
+  '     ',
+  '\r',
+  '<|endoftext|>',
+  '[MASK]',
+  'Antidisestablishmentarianism' + 'x'.repeat(90) + ' supercalifragilisticexpialidocious',
+  'digits 12345678901234567890 !!!???... ’s ’S ‘quoted’ ... — –– ---',
+  'mixed\ttabs \t\t and\u000bvertical\u000cfeed\u2028line\u2029para',
   'newer emoji \u{1FAE0}\u{1FABF} unassigned \u0378\u{50000} tag \u{E0001} surrogate-free \u{10FFFD} ligature ǆ Ǳ',
 ].join('\n') + '\nno final newline';
 fs.writeFileSync(path.join(out, 'stress.txt'), stress);
