@@ -49,6 +49,9 @@ size_t whitespace_run_end(std::string_view text, size_t begin) {
 void AddedTokenMatcher::add(std::string pattern, size_t token_index) {
   if (pattern.empty()) return;
   patterns_.push_back({std::move(pattern), token_index});
+}
+
+void AddedTokenMatcher::build() {
   std::stable_sort(patterns_.begin(), patterns_.end(),
                    [](const Entry& a, const Entry& b) { return a.text.size() > b.text.size(); });
   for (auto& list : by_first_) list.clear();

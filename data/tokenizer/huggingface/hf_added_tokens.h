@@ -28,6 +28,8 @@ struct Span {
 class AddedTokenMatcher {
  public:
   void add(std::string pattern, size_t token_index);
+  /// Indexes the patterns added so far (call once after the last add).
+  void build();
   bool empty() const { return patterns_.empty(); }
   /// Splits text into spans (tokens and the text between them), as the reference's
   /// split_with_indices does.

@@ -103,6 +103,8 @@ std::unique_ptr<HuggingFaceTokenizer> HuggingFaceTokenizer::from_json(std::strin
       t.added_->raw.add(token.content, i);
     }
   }
+  t.added_->normalized.build();
+  t.added_->raw.build();
 
   // The vocabulary: the model's tokens, then the added tokens (which win for display).
   t.tokens_ = t.model_->tokens();
