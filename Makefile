@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc)
 PACKAGES   := g++ cmake ninja-build pkg-config libdnnl-dev libprotobuf-dev protobuf-compiler \
               libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev libsentencepiece-dev \
               libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev libssl-dev \
-              python3-numpy libopenmpi-dev openmpi-bin
+              python3-numpy libopenmpi-dev openmpi-bin libpcre2-dev libicu-dev
 
 .PHONY: deps configure build train test test-asan bench format clean
 

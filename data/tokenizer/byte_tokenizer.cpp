@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
+#include "data/tokenizer/huggingface/hf_export.h"
 #include "data/tokenizer/tokenizer_config.h"
 #include "framework/base/error.h"
+#include "framework/base/file_io.h"
 
 namespace rota::data {
 
@@ -47,6 +49,7 @@ std::string ByteTokenizer::token_text(int64_t id) const {
 
 void ByteTokenizer::save(const std::filesystem::path& dir) const {
   detail::write_config(dir, detail::config_header(*this));
+  write_file_atomically(dir / hf::kHuggingFaceExportFile, hf::export_byte_tokenizer(order_));
 }
 
 std::unique_ptr<ByteTokenizer> ByteTokenizer::load(const std::filesystem::path& dir) {

@@ -6,9 +6,11 @@
 
 #include <fmt/format.h>
 
+#include "data/tokenizer/huggingface/hf_export.h"
 #include "data/tokenizer/tokenizer_config.h"
 #include "data/util/utf8.h"
 #include "framework/base/error.h"
+#include "framework/base/file_io.h"
 
 namespace rota::data {
 
@@ -163,6 +165,8 @@ void CharTokenizer::save(const std::filesystem::path& dir) const {
   config["characters_note"] =
       "code points in id order after the special tokens; 1114112+b is stray byte b";
   detail::write_config(dir, config);
+  write_file_atomically(dir / hf::kHuggingFaceExportFile,
+                        hf::export_char_tokenizer(tokens_, specials_));
 }
 
 std::unique_ptr<CharTokenizer> CharTokenizer::load(const std::filesystem::path& dir) {

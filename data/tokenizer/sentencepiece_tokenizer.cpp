@@ -26,6 +26,26 @@ SentencePieceTokenizer::SentencePieceTokenizer(std::string serialized_model)
     const int id = processor_->PieceToId(special_token_text(kind));
     if (id >= 0 && processor_->IdToPiece(id) == special_token_text(kind)) specials_.set(kind, id);
   }
+  // A model trained elsewhere: the ids it declares for pad/unk/bos/eos, and control or
+  // user-defined pieces spelled like the other roles.
+  const std::pair<SpecialToken, int> declared[] = {{SpecialToken::kPad, processor_->pad_id()},
+                                                   {SpecialToken::kUnk, processor_->unk_id()},
+                                                   {SpecialToken::kBos, processor_->bos_id()},
+                                                   {SpecialToken::kEos, processor_->eos_id()}};
+  for (const auto& [kind, id] : declared) {
+    if (!specials_.has(kind) && id >= 0 && id < processor_->GetPieceSize()) specials_.set(kind, id);
+  }
+  const std::pair<SpecialToken, const char*> named[] = {{SpecialToken::kMask, "[MASK]"},
+                                                        {SpecialToken::kCls, "[CLS]"},
+                                                        {SpecialToken::kSep, "[SEP]"},
+                                                        {SpecialToken::kPad, "[PAD]"}};
+  for (const auto& [kind, piece] : named) {
+    const int id = processor_->PieceToId(piece);
+    if (!specials_.has(kind) && id >= 0 && processor_->IdToPiece(id) == piece &&
+        !processor_->IsUnknown(id)) {
+      specials_.set(kind, id);
+    }
+  }
   specials_.require(SpecialToken::kUnk, "sentencepiece");
 }
 

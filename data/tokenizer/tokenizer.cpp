@@ -3,10 +3,12 @@
 
 #include "data/tokenizer/byte_tokenizer.h"
 #include "data/tokenizer/char_tokenizer.h"
+#include "data/tokenizer/huggingface/huggingface_tokenizer.h"
 #include "data/tokenizer/sentencepiece_tokenizer.h"
 #include "data/tokenizer/tokenizer_config.h"
 #include "data/tokenizer/word_tokenizer.h"
 #include "framework/base/error.h"
+#include "framework/base/file_io.h"
 
 namespace rota::data {
 
@@ -16,6 +18,13 @@ void Tokenizer::check_id(int64_t id, const char* who) const {
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& dir) {
+  // A Hugging Face tokenizer saves its own tokenizer.json (no Rota format tag).
+  const std::filesystem::path file = dir / kTokenizerConfigFile;
+  if (std::filesystem::is_regular_file(file)) {
+    std::string text = read_file(file);
+    if (is_huggingface_tokenizer_json(text))
+      return HuggingFaceTokenizer::from_json(std::move(text), file.string());
+  }
   const std::string kind = detail::read_config(dir).at("kind").get<std::string>();
   if (kind == "byte") return ByteTokenizer::load(dir);
   if (kind == "char") return CharTokenizer::load(dir);

@@ -18,13 +18,13 @@ namespace rota::data {
 inline constexpr const char* kTokenizerConfigFile = "tokenizer.json";
 
 /// Maps text to token ids and back. Implementations: ByteTokenizer, CharTokenizer,
-/// WordTokenizer, SentencePieceTokenizer. All are immutable once built, so one tokenizer can
-/// be shared by several datasets and threads.
+/// WordTokenizer, SentencePieceTokenizer, HuggingFaceTokenizer. All are immutable once built, so
+/// one tokenizer can be shared by several datasets and threads.
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  /// "byte", "char", "word" or "sentencepiece".
+  /// "byte", "char", "word", "sentencepiece" or "huggingface".
   virtual std::string kind() const = 0;
   /// Number of ids; every id is in [0, vocab_size()).
   virtual int64_t vocab_size() const = 0;
@@ -37,7 +37,8 @@ class Tokenizer {
   /// Human-readable text of one token (a byte is shown as its character or as "<0xNN>").
   virtual std::string token_text(int64_t id) const = 0;
   /// Writes the tokenizer into dir (created if missing) so load_tokenizer(dir) rebuilds an
-  /// identical one. Runs and checkpoints carry their tokenizer this way.
+  /// identical one. Runs and checkpoints carry their tokenizer this way. byte, char and word
+  /// tokenizers also write tokenizer.hf.json, a Hugging Face tokenizer.json giving the same ids.
   virtual void save(const std::filesystem::path& dir) const = 0;
 
   /// Which special tokens this tokenizer has, and their ids.
@@ -50,8 +51,9 @@ class Tokenizer {
   SpecialTokens specials_;
 };
 
-/// Rebuilds a tokenizer saved with Tokenizer::save. Throws rota::Error when the directory has
-/// no tokenizer.json, or when it is malformed or of an unknown kind or version.
+/// Rebuilds a tokenizer saved with Tokenizer::save (Rota's tokenizer.json, or a Hugging Face
+/// tokenizer.json, which a HuggingFaceTokenizer saves as is). Throws rota::Error when the
+/// directory has no tokenizer.json, or when it is malformed or of an unknown kind or version.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& dir);
 
 }  // namespace rota::data

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "data/tokenizer/huggingface/hf_export.h"
 #include "data/tokenizer/tokenizer_config.h"
 #include "framework/base/error.h"
 #include "framework/base/file_io.h"
@@ -132,6 +133,8 @@ void WordTokenizer::save(const std::filesystem::path& dir) const {
   nlohmann::json config = detail::config_header(*this);
   config["vocab_file"] = kVocabFile;
   detail::write_config(dir, config);
+  write_file_atomically(dir / hf::kHuggingFaceExportFile,
+                        hf::export_word_tokenizer(tokens_, specials_));
 }
 
 std::unique_ptr<WordTokenizer> WordTokenizer::load(const std::filesystem::path& dir) {
