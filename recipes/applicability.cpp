@@ -144,4 +144,9 @@ std::optional<std::string> inapplicable_reason(const Recipe& recipe, const pb::M
   return found->second(recipe, parent);
 }
 
+bool default_withheld(const pb::Message& parent, const pb::FieldDescriptor& field) {
+  if (field.full_name() != "rota.recipes.Tokenizer.kind") return false;
+  return static_cast<const Tokenizer&>(parent).has_path();
+}
+
 }  // namespace rota::recipes

@@ -16,4 +16,10 @@ std::optional<std::string> inapplicable_reason(const Recipe& recipe,
                                                const google::protobuf::Message& parent,
                                                const google::protobuf::FieldDescriptor& field);
 
+/// True when `field` of `parent` keeps no schema default in a resolved recipe although it applies:
+/// it may be written (and is then checked) but is not filled in. data.tokenizer.kind with a path:
+/// the file says what it is, so a default BYTE would misstate it.
+bool default_withheld(const google::protobuf::Message& parent,
+                      const google::protobuf::FieldDescriptor& field);
+
 }  // namespace rota::recipes

@@ -135,7 +135,8 @@ void resolve_message(const Recipe& recipe, pb::Message& message) {
       if (reflection->HasField(message, &field) || !is_optional_section(field)) {
         resolve_message(recipe, *reflection->MutableMessage(&message, &field));
       }
-    } else if (!reflection->HasField(message, &field) && field.has_default_value()) {
+    } else if (!reflection->HasField(message, &field) && field.has_default_value() &&
+               !default_withheld(message, field)) {
       set_schema_default(message, field);
     }
   }

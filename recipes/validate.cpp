@@ -325,6 +325,12 @@ void check_tokenizer(Checker& check, const Tokenizer& tokenizer) {
     check.fail(path + ".path", "must not be empty");
   }
   if (tokenizer.has_path()) return;
+  if (tokenizer.kind() == Tokenizer::HUGGINGFACE) {
+    check.fail(path + ".kind",
+               "HUGGINGFACE tokenizers are loaded, not trained: give data.tokenizer.path (a "
+               "tokenizer.json)");
+    return;
+  }
   const bool sentencepiece = tokenizer.kind() == Tokenizer::SENTENCEPIECE_BPE ||
                              tokenizer.kind() == Tokenizer::SENTENCEPIECE_UNIGRAM;
   if (sentencepiece) {

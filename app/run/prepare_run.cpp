@@ -13,6 +13,7 @@
 #include "data/corpus/corpus_registry.h"
 #include "data/prepared/prepare.h"
 #include "data/prepared/prepared_corpus.h"
+#include "data/tokenizer/open_tokenizer.h"
 #include "recipes/loader.h"
 #include "recipes/recipe_error.h"
 
@@ -53,11 +54,15 @@ int run_data_prepare(const PrepareRequest& request) {
         d.set_text_dir(request.corpus);
       }
     }
-    if (!request.tokenizer.empty()) d.mutable_tokenizer()->set_path(request.tokenizer);
+    if (!request.tokenizer.empty()) {
+      // The file says what kind it is; the recipe's resolved (default) kind does not apply.
+      d.mutable_tokenizer()->Clear();
+      d.mutable_tokenizer()->set_path(request.tokenizer);
+    }
     tokenizer = obtain_tokenizer(recipe, std::nullopt, data_options);
     corpus.emplace(open_recipe_corpus(recipe, data_options));
   } else {
-    tokenizer = data::load_tokenizer(request.tokenizer);
+    tokenizer = data::open_tokenizer(request.tokenizer);
     corpus.emplace(data::Corpus::open(request.corpus, data_options));
   }
 

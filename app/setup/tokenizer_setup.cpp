@@ -12,10 +12,14 @@
 #include "app/setup/prepared_setup.h"
 #include "data/corpus/corpus.h"
 #include "data/dataset/tsv.h"
+#include "data/tokenizer/open_tokenizer.h"
+#include "data/tokenizer/sentencepiece_model_type.h"
+#include "data/tokenizer/sentencepiece_tokenizer.h"
 #include "framework/base/file_io.h"
 #include "framework/io/checkpoint_paths.h"
 #include "framework/io/log.h"
 #include "recipes/corpora.h"
+#include "recipes/recipe_error.h"
 
 namespace fs = std::filesystem;
 
@@ -34,8 +38,41 @@ data::TokenizerKind kind_of(recipes::Tokenizer::Kind kind) {
       return data::TokenizerKind::kBpe;
     case recipes::Tokenizer::SENTENCEPIECE_UNIGRAM:
       return data::TokenizerKind::kUnigram;
+    case recipes::Tokenizer::HUGGINGFACE:
+      break;  // loaded from a path, never built (validation refuses it without one)
   }
-  return data::TokenizerKind::kByte;
+  throw recipes::RecipeError("data.tokenizer.kind: " + recipes::Tokenizer::Kind_Name(kind) +
+                             " tokenizers are loaded from data.tokenizer.path, not built");
+}
+
+// The recipe kind a loaded tokenizer is (SentencePiece: by the model's algorithm).
+std::string recipe_kind_of(const data::Tokenizer& tokenizer) {
+  const std::string kind = tokenizer.kind();
+  if (kind == "byte") return "BYTE";
+  if (kind == "char") return "CHAR";
+  if (kind == "word") return "WORD";
+  if (kind == "huggingface") return "HUGGINGFACE";
+  if (const auto* spm = dynamic_cast<const data::SentencePieceTokenizer*>(&tokenizer)) {
+    const std::string type = data::sentencepiece_model_type(spm->serialized_model());
+    if (type == "bpe") return "SENTENCEPIECE_BPE";
+    if (type == "unigram") return "SENTENCEPIECE_UNIGRAM";
+    return "SENTENCEPIECE (" + type + ")";
+  }
+  return kind;
+}
+
+// Opens data.tokenizer.path; a kind written next to it must be what the file holds.
+std::shared_ptr<const data::Tokenizer> open_recipe_tokenizer(const recipes::Tokenizer& t) {
+  std::shared_ptr<const data::Tokenizer> tokenizer = data::open_tokenizer(t.path());
+  const std::string actual = recipe_kind_of(*tokenizer);
+  if (t.has_kind() && recipes::Tokenizer::Kind_Name(t.kind()) != actual) {
+    throw recipes::RecipeError(fmt::format(
+        "data.tokenizer.kind: {}, but data.tokenizer.path {} holds a {} tokenizer; write kind: "
+        "{} or leave kind out (the file says what it is)",
+        recipes::Tokenizer::Kind_Name(t.kind()), t.path(), actual, actual));
+  }
+  io::log_info("tokenizer: {} ({} ids) from {}", actual, tokenizer->vocab_size(), t.path());
+  return tokenizer;
 }
 
 // The text a tokenizer learns from: the training split (for TSV corpora and classifiers on
@@ -101,12 +138,7 @@ std::shared_ptr<const data::Tokenizer> obtain_tokenizer(
   if (checkpoint_dir) return data::load_tokenizer(*checkpoint_dir);
   if (recipe.data().has_prepared()) return prepared_tokenizer(recipe);
   const recipes::Tokenizer& t = recipe.data().tokenizer();
-  if (t.has_path()) {
-    auto tokenizer = data::load_tokenizer(t.path());
-    io::log_info("tokenizer: {} ({} ids) from {}", tokenizer->kind(), tokenizer->vocab_size(),
-                 t.path());
-    return tokenizer;
-  }
+  if (t.has_path()) return open_recipe_tokenizer(t);
   if (recipe.has_finetune()) {
     const fs::path source = io::resolve_checkpoint(recipe.finetune().init_from());
     auto tokenizer = data::load_tokenizer(source);

@@ -8,6 +8,7 @@
 
 #include "data/corpus/corpus.h"
 #include "data/prepared/split_encoder.h"
+#include "data/tokenizer/open_tokenizer.h"
 #include "data/tokenizer/tokenizer_factory.h"
 #include "tests/data/test_files.h"
 
@@ -107,6 +108,41 @@ INSTANTIATE_TEST_SUITE_P(EveryKind, LineSeparable,
                          [](const auto& info) {
                            return std::string(tokenizer_kind_name(info.param));
                          });
+
+// Hugging Face tokenizer.json files (the goldens' own, trained by the reference library): the
+// same property, which their encode gets by encoding line by line (the documented contract).
+class HuggingFaceLineSeparable : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(HuggingFaceLineSeparable, PiecesAndParallelSplitsEqualTheWhole) {
+  const auto tokenizer = open_tokenizer(std::string(ROTA_SOURCE_DIR) + "/tests/golden/tokenizers/" +
+                                        GetParam() + ".json");
+  std::string text = sample_text(300, 5) + "last line without newline";
+  const std::vector<int64_t> whole = tokenizer->encode(text);
+  for (size_t c = 0; c < text.size(); ++c) {
+    if (text[c] != '\n') continue;
+    const std::string_view a = std::string_view(text).substr(0, c + 1);
+    const std::string_view b = std::string_view(text).substr(c + 1);
+    ASSERT_EQ(concat(tokenizer->encode(a), tokenizer->encode(b)), whole) << "cut at " << c + 1;
+  }
+  const testing::TempDir tmp;
+  testing::write_bytes(tmp / "corpus" / "train.txt", sample_text(3000, 6));
+  const Corpus corpus = Corpus::open((tmp / "corpus").string());
+  const std::string train = corpus.read_text("train");
+  for (size_t piece : {size_t{97}, size_t{1} << 20}) {
+    EncodeOptions options;
+    options.piece_bytes = piece;
+    options.threads = 2;
+    std::vector<int64_t> ids;
+    encode_split(corpus, "train", *tokenizer, options, [&](std::span<const int64_t> got) {
+      ids.insert(ids.end(), got.begin(), got.end());
+    });
+    ASSERT_EQ(ids, tokenizer->encode(train)) << "pieces of " << piece;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, HuggingFaceLineSeparable,
+                         ::testing::Values("gpt2_bpe", "llama3_bpe", "bert_wordpiece",
+                                           "spm_precompiled_unigram", "unigram_metaspace"));
 
 }  // namespace
 }  // namespace rota::data
