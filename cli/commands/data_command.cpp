@@ -28,7 +28,8 @@ std::vector<Command> add_data_commands(CLI::App& app) {
   prepare->add_option("--corpus", request->corpus,
                       "Corpus name or path (replaces the recipe's data source)");
   prepare->add_option("--tokenizer", request->tokenizer,
-                      "Saved tokenizer directory (replaces the recipe's tokenizer)");
+                      "Tokenizer: a Rota directory, a Hugging Face tokenizer.json or a "
+                      "SentencePiece .model (replaces the recipe's tokenizer)");
   prepare->add_option("--shard-mb", request->shard_mb, "Largest shard file in MB (default 256)")
       ->check(CLI::PositiveNumber);
   prepare->add_option("--threads", request->threads, "Encoding threads (default: all cores)")
