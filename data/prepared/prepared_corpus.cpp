@@ -1,7 +1,7 @@
 // Opening, mapping and verifying a prepared corpus directory.
 #include "data/prepared/prepared_corpus.h"
 
-#include "data/prepared/mapped_file.h"
+#include "framework/base/mapped_file.h"
 #include "data/prepared/tokenizer_digest.h"
 #include "data/util/sha256.h"
 #include "framework/base/error.h"

@@ -13,7 +13,7 @@
 #include "framework/base/file_io.h"
 #include "framework/io/checkpoint_paths.h"
 #include "framework/io/crc32c.h"
-#include "framework/io/mapped_file.h"
+#include "framework/base/mapped_file.h"
 
 namespace fs = std::filesystem;
 

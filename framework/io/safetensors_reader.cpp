@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/io/crc32c.h"
-#include "framework/io/mapped_file.h"
+#include "framework/base/mapped_file.h"
 #include "framework/io/safetensors.h"
 
 namespace rota::io {

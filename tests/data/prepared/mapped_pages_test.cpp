@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "data/dataset/token_sequence.h"
-#include "data/prepared/mapped_file.h"
+#include "framework/base/mapped_file.h"
 #include "tests/data/test_files.h"
 
 namespace rota::data {

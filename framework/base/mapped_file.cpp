@@ -1,5 +1,5 @@
 // Read-only memory mapping of a whole file.
-#include "framework/io/mapped_file.h"
+#include "framework/base/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,7 +11,7 @@
 
 #include "framework/base/error.h"
 
-namespace rota::io {
+namespace rota {
 
 MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -44,4 +44,4 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, size_);
 }
 
-}  // namespace rota::io
+}  // namespace rota

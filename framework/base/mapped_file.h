@@ -1,11 +1,11 @@
-// Read-only memory mapping of a whole file (checkpoint loading without an extra heap copy).
+// Read-only memory mapping of a whole file (checkpoints, prepared token shards).
 #pragma once
 
 #include <cstddef>
 #include <filesystem>
 #include <string_view>
 
-namespace rota::io {
+namespace rota {
 
 /// Maps a file read-only for its lifetime. An empty file gives an empty view. Throws naming
 /// the file when it cannot be opened or mapped.
@@ -27,4 +27,4 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-}  // namespace rota::io
+}  // namespace rota
