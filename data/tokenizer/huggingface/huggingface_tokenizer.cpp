@@ -42,6 +42,23 @@ hf::AddedToken parse_added_token(const json& value, const JsonPath& at) {
   return token;
 }
 
+// Real tokenizer.json files nest a handful of levels (Sequence inside Sequence at most);
+// components are read recursively, so a deeper file is refused before it can exhaust the stack.
+constexpr int kMaxNesting = 64;
+
+// Whether any value of doc lies deeper than `limit` levels (walked without recursion).
+bool nests_deeper_than(const json& doc, int limit) {
+  std::vector<std::pair<const json*, int>> pending = {{&doc, 1}};
+  while (!pending.empty()) {
+    const auto [value, depth] = pending.back();
+    pending.pop_back();
+    if (!value->is_structured()) continue;
+    if (depth > limit) return true;
+    for (const json& child : *value) pending.emplace_back(&child, depth + 1);
+  }
+  return false;
+}
+
 }  // namespace
 
 HuggingFaceTokenizer::HuggingFaceTokenizer() = default;
@@ -68,6 +85,10 @@ std::unique_ptr<HuggingFaceTokenizer> HuggingFaceTokenizer::from_json(std::strin
   }
   const JsonPath root{name, ""};
   if (!doc.is_object()) fail("{}: a tokenizer.json must be a JSON object", name);
+  if (nests_deeper_than(doc, kMaxNesting)) {
+    fail("{}: nests objects and arrays more than {} levels deep; no tokenizer.json does", name,
+         kMaxNesting);
+  }
   if (!doc.contains("model"))
     fail("{}: has no \"model\" (not a Hugging Face tokenizer.json)", name);
   if (hf::has(doc, "version")) {

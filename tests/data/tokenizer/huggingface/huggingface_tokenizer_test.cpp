@@ -127,6 +127,23 @@ TEST(HuggingFaceTokenizer, MalformedFilesNameTheFileAndThePath) {
   doc = base_document();
   doc["model"]["vocab"]["again"] = 3;
   expect_error([&] { parse(doc); }, {"model.vocab", "id 3 is given to both"});
+  // Sequences nested 100,000 deep (read recursively, they would overflow the stack): refused.
+  std::string deep = base_document().dump();
+  deep.pop_back();
+  deep += ", \"normalizer\": ";
+  for (int i = 0; i < 100000; ++i) deep += "{\"type\": \"Sequence\", \"normalizers\": [";
+  for (int i = 0; i < 100000; ++i) deep += "]}";
+  deep += "}";
+  expect_error([&] { HuggingFaceTokenizer::from_json(deep, "deep.json"); },
+               {"deep.json", "more than 64 levels deep"});
+  // 64 levels are read (a Sequence of Sequences of Lowercase).
+  doc = base_document();
+  json normalizer = json::parse(R"({"type": "Lowercase"})");
+  for (int i = 0; i < 30; ++i) {
+    normalizer = json{{"type", "Sequence"}, {"normalizers", json::array({normalizer})}};
+  }
+  doc["normalizer"] = normalizer;
+  EXPECT_NO_THROW(parse(doc));
 }
 
 TEST(HuggingFaceTokenizer, RolesComeFromTheModelThePostProcessorAndTokenContents) {
