@@ -34,11 +34,12 @@ using UnitVisit = std::function<void(const TextRecord&, std::string_view stream)
 size_t header_column(const std::vector<std::string>& header, const std::string& name,
                      const std::string& file) {
   const auto it = std::find(header.begin(), header.end(), name);
-  ROTA_CHECK(it != header.end(),
-             "data: {}:1: the header has no column '{}' (columns: {}); CSV/TSV files need a "
-             "header row naming the columns, and the recipe names them in data.files.text_field, "
-             "text_pair_field and label_field",
-             file, name, fmt::join(header, ", "));
+  ROTA_CHECK(
+      it != header.end(),
+      "data: {}:1: the header has no column '{}' (columns: {}); CSV/TSV files need a "
+      "header row naming the columns; recipes name the ones to read in data.files.text_field, "
+      "text_pair_field and label_field (rota predict: --text-field, --text-pair-field)",
+      file, name, fmt::join(header, ", "));
   return static_cast<size_t>(it - header.begin());
 }
 
@@ -55,15 +56,18 @@ void scan_file(const fs::path& path, FileFormat format, const RecordFields& fiel
   std::vector<std::string> header;
   size_t text_column = 0, pair_column = 0, label_column = 0;
   std::string stream;
+  // A TEXT line's record, reused from line to line: no allocation per line once its text buffer
+  // has grown to the longest line.
+  TextRecord text_line;
+  text_line.file = file;
+  text_line.text_file = true;
   if (format == FileFormat::kText || format == FileFormat::kJsonl) {
     lines.emplace(file, [&](std::string_view line) {
       ++line_number;
       if (format == FileFormat::kText) {
-        TextRecord record;
-        record.file = file;
+        TextRecord& record = text_line;
         record.line = line_number;
-        record.text_file = true;
-        record.text = std::string(without_line_break(line));
+        record.text.assign(without_line_break(line));
         if (!line.empty() && line.back() == '\n') return visit(record, line);
         stream.assign(line);
         stream.push_back('\n');
