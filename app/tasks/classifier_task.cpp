@@ -48,8 +48,9 @@ data::ClassificationOptions ClassifierTask::dataset_options() const {
 }
 
 const data::LabelMap* ClassifierTask::label_map() {
-  const data::FileSource* files = corpus().file_source();
-  if (files == nullptr) return nullptr;
+  // Only data.files sources have a label map. A checkpoint's labels.json or the recipe's list
+  // need no data: predicting with a trained run must not need its training files.
+  if (!recipe().data().has_files()) return nullptr;
   if (!labels_) {
     const recipes::Files& f = recipe().data().files();
     const int64_t classes = recipe().model().classifier().num_classes();
@@ -62,6 +63,8 @@ const data::LabelMap* ClassifierTask::label_map() {
       labels_ = data::LabelMap::from_names({f.labels().begin(), f.labels().end()});
       from = "data.files.labels";
     } else {
+      const data::FileSource* files = corpus().file_source();
+      ROTA_CHECK(files != nullptr, "labels: data.files opened without its file source");
       labels_ = data::LabelMap::from_training_labels(data::record_labels(*files, "train"), classes,
                                                      files->describe("train"));
       from = "the training labels";

@@ -33,7 +33,7 @@ void write(const fs::path& path, const std::string& bytes) {
 }
 
 // A classifier on review,sentiment CSV whose class ids are given in the recipe: pos = 0, neg = 1.
-fs::path train_csv_classifier(const fs::path& dir) {
+fs::path train_csv_classifier(const fs::path& dir, bool explicit_labels = true) {
   std::string train = "review,sentiment\n";
   const char* good[] = {"great, truly great", "loved \"\"every\"\" minute", "a joy"};
   const char* bad[] = {"dull, so dull", "hated it", "both bad"};
@@ -46,8 +46,9 @@ fs::path train_csv_classifier(const fs::path& dir) {
         "version: 1\nname: \"csv\"\nmodel {\n  kind: CLASSIFIER\n  width: 32 layers: 1 heads: 2 "
         "dropout: 0.0\n  attention { linear {} }\n  position { lrpe { type: 2 p: HOUSEHOLDER } "
         "}\n  classifier { num_classes: 2 }\n}\ndata {\n  files { train: \"" +
-            (dir / "train.csv").string() +
-            "\" text_field: \"review\" label_field: \"sentiment\" labels: [\"pos\", \"neg\"] }\n"
+            (dir / "train.csv").string() + "\" text_field: \"review\" label_field: \"sentiment\" " +
+            (explicit_labels ? "labels: [\"pos\", \"neg\"]" : "") +
+            " }\n"
             "  tokenizer { kind: BYTE }\n  sequence_length: 32\n  batch_size: 4\n}\n"
             "schedule { kind: CONSTANT lr: 3e-3 }\n"
             "train { steps: 3 eval_every: 0 log_every: 1 tensorboard: false }\n");
@@ -167,6 +168,25 @@ TEST(PredictLabels, EvalOnOtherDataAgreesWithPredictions) {
   ASSERT_NE(at, std::string::npos) << line;
   EXPECT_NEAR(std::stod(line.substr(at + 10)), correct / 12.0, 1e-5) << line;
   EXPECT_NE(line.find(" examples=12"), std::string::npos) << line;
+}
+
+// Predicting needs the run, not its training files: the labels come from the checkpoint's
+// labels.json (derived from the training labels: sorted, neg = 0, pos = 1).
+TEST(PredictLabels, TheTrainingFilesAreNotNeeded) {
+  TempDir tmp;
+  const fs::path run = train_csv_classifier(tmp.path(), /*explicit_labels=*/false);
+  fs::rename(tmp / "train.csv", tmp / "elsewhere.csv");
+  write(tmp / "in.txt", "great\nhated it\n");
+  const std::vector<json> records = predict(run, tmp / "in.txt", "", tmp / "out.jsonl");
+  ASSERT_EQ(records.size(), 2u);
+  for (const json& record : records) {
+    const int64_t best =
+        record["probabilities"]["neg"].get<double>() >= record["probabilities"]["pos"].get<double>()
+            ? 0
+            : 1;
+    EXPECT_EQ(record["class"], best) << record;
+    EXPECT_EQ(record["label"], best == 0 ? "neg" : "pos") << record;
+  }
 }
 
 TEST(PredictLabels, BadInputNamesTheFileAndLine) {
