@@ -1,11 +1,11 @@
 // Opening, mapping and verifying a prepared corpus directory.
 #include "data/prepared/prepared_corpus.h"
 
-#include "framework/base/mapped_file.h"
 #include "data/prepared/tokenizer_digest.h"
 #include "data/util/sha256.h"
 #include "framework/base/error.h"
 #include "framework/base/file_io.h"
+#include "framework/base/mapped_file.h"
 
 namespace fs = std::filesystem;
 

@@ -11,9 +11,9 @@
 
 #include "framework/base/error.h"
 #include "framework/base/file_io.h"
+#include "framework/base/mapped_file.h"
 #include "framework/io/checkpoint_paths.h"
 #include "framework/io/crc32c.h"
-#include "framework/base/mapped_file.h"
 
 namespace fs = std::filesystem;
 

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "framework/io/crc32c.h"
 #include "framework/base/mapped_file.h"
+#include "framework/io/crc32c.h"
 #include "framework/io/safetensors.h"
 
 namespace rota::io {
