@@ -1,0 +1,230 @@
+# The model a Rota recipe describes, as plain Python values (the recipe's `model` block).
+"""RotaConfig: every field of a recipe's `model { ... }` block that changes the network, with
+the defaults of recipes/recipe.proto, in Python spelling (enums lower-case).
+
+A config comes from a run's resolved recipe (`recipe.txtpb`, see `from_recipe_text`), from an
+exported `config.json` (`from_dict`), or is written by hand. The vocabulary size and the number
+of classes are not in a recipe (a learned tokenizer decides them): `from_recipe_text` takes
+them as arguments, and `rota.torch.load` reads them from the checkpoint's tensor shapes.
+"""
+from dataclasses import asdict, dataclass, field, fields
+from typing import Optional
+
+from .text_format import Message, parse_text_format
+
+KINDS = ("causal_lm", "masked_lm", "classifier")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+FEATURE_MAPS = ("one_plus_elu", "relu", "silu", "identity", "exp")
+NORMALIZATIONS = ("layer_norm", "rms_norm", "denominator")
+POSITIONS = ("none", "sinusoidal", "learned_absolute", "rope", "lrpe", "permute_former", "shaw",
+             "transformer_xl", "skew", "t5", "alibi")
+LINEAR_ONLY = ("lrpe", "permute_former")
+SOFTMAX_ONLY = ("shaw", "transformer_xl", "skew", "t5", "alibi")
+LRPE_P = ("identity", "householder", "householder_frozen", "odd_even")
+
+
+@dataclass
+class PositionConfig:
+    """`model.position`: the encoding's kind and its parameters (only the kind's own are used)."""
+    kind: str = "lrpe"
+    add_sinusoidal: bool = False
+    base: float = 10000.0          # sinusoidal, rope, transformer_xl
+    max_positions: int = 512       # learned_absolute
+    pairing: str = "adjacent"      # rope, lrpe: "adjacent" (2k, 2k+1) or "half" (k, k + D/2)
+    type: int = 2                  # lrpe: 1 unitary, 2 orthogonal, 3 permutation
+    p: str = "householder"         # lrpe: identity | householder | householder_frozen | odd_even
+    learn_theta: bool = True       # lrpe
+    theta_base: float = 10000.0    # lrpe
+    clip: int = 16                 # shaw
+    clip_left: Optional[int] = None   # shaw; None: clip
+    clip_right: Optional[int] = None  # shaw; None: clip
+    values: bool = False           # shaw: also the value table
+    layout: str = "interleaved"    # transformer_xl: interleaved | concatenated
+    pe_width: Optional[int] = None  # transformer_xl; None: the model width (H·D)
+    max_len: int = 512             # skew
+    per_head: bool = False         # skew
+    buckets: int = 32              # t5
+    max_distance: int = 128        # t5
+    bidirectional: Optional[bool] = None  # t5; None: bidirectional unless causal
+
+
+@dataclass
+class RotaConfig:
+    """The network of a Rota recipe (recipes/recipe.proto `Model`, plus vocabulary and classes)."""
+    kind: str = "causal_lm"
+    vocab_size: int = 0
+    width: int = 256
+    layers: int = 4
+    heads: int = 4
+    ffn_width: Optional[int] = None  # None: 4 · width
+    activation: str = "gelu"
+    post_norm: bool = False          # norm_placement POST_NORM
+    final_norm: bool = True
+    norm_eps: float = 1e-5
+    dropout: float = 0.1
+    scale_embeddings: bool = False   # embedding_scale SQRT_WIDTH
+    tie_embeddings: bool = True
+    init_std: float = 0.02
+    attention: str = "linear"        # linear | softmax
+    # linear attention
+    feature_map: str = "one_plus_elu"
+    normalization: str = "layer_norm"
+    denominator_eps: float = 1e-6
+    chunk_size: int = 64
+    # softmax attention
+    softmax_scale: Optional[float] = None  # None: 1/√D
+    attention_dropout: float = 0.0
+    stream_chunk: int = 0                  # 0: no streaming mask
+    stream_left_memory: int = -1
+    position: PositionConfig = field(default_factory=PositionConfig)
+    # classifier
+    num_classes: int = 2
+    pooling: str = "mean"            # mean | cls
+
+    @property
+    def head_dim(self):
+        return self.width // self.heads
+
+    @property
+    def ffn_hidden(self):
+        return self.ffn_width if self.ffn_width is not None else 4 * self.width
+
+    @property
+    def causal(self):
+        return self.kind == "causal_lm"
+
+    def validate(self):
+        """Raises ValueError naming the field, as `rota train` would refuse the recipe."""
+        def need(condition, message):
+            if not condition:
+                raise ValueError("model." + message)
+        need(self.kind in KINDS, f"kind: {self.kind!r} is not one of {KINDS}")
+        need(self.vocab_size > 0, f"vocab_size must be positive, got {self.vocab_size}")
+        need(self.width > 0 and self.heads > 0 and self.width % self.heads == 0,
+             f"width {self.width} must be a positive multiple of heads {self.heads}")
+        need(self.layers >= 0, f"layers must be >= 0, got {self.layers}")
+        need(self.activation in ACTIVATIONS, f"ffn_activation: {self.activation!r}")
+        need(self.attention in ("linear", "softmax"), f"attention: {self.attention!r}")
+        need(self.position.kind in POSITIONS, f"position: {self.position.kind!r}")
+        if self.attention == "linear":
+            need(self.feature_map in FEATURE_MAPS, f"attention.linear.feature_map: "
+                 f"{self.feature_map!r}")
+            need(self.normalization in NORMALIZATIONS,
+                 f"attention.linear.normalization: {self.normalization!r}")
+            need(self.chunk_size >= 1, f"attention.linear.chunk_size must be >= 1")
+            need(self.position.kind not in SOFTMAX_ONLY,
+                 f"position.{self.position.kind}: applies to softmax attention only")
+            if self.position.kind == "lrpe":
+                need(self.position.type in (1, 2, 3), f"position.lrpe.type: {self.position.type}")
+                need(self.position.p in LRPE_P, f"position.lrpe.p: {self.position.p!r}")
+        else:
+            need(self.position.kind not in LINEAR_ONLY,
+                 f"position.{self.position.kind}: acts on linear-attention features only")
+        if self.kind == "classifier":
+            need(self.num_classes >= 2, f"classifier.num_classes must be >= 2")
+            need(self.pooling in ("mean", "cls"), f"classifier.pooling: {self.pooling!r}")
+        return self
+
+    def to_dict(self):
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(values):
+        values = dict(values)
+        position = PositionConfig(**values.pop("position", {}))
+        known = {f.name for f in fields(RotaConfig)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"config: unknown fields {unknown}")
+        return RotaConfig(position=position, **values)
+
+    @staticmethod
+    def from_recipe_text(text, vocab_size=0, num_classes=None, source="recipe"):
+        """The `model` block of a recipe in protobuf text format (a run's recipe.txtpb)."""
+        model = Message(parse_text_format(text, source), "model", source).message("model")
+        return config_from_model_message(model, vocab_size, num_classes)
+
+
+def _enum(value):
+    return value.lower()
+
+
+def config_from_model_message(m, vocab_size=0, num_classes=None):
+    c = RotaConfig(vocab_size=vocab_size)
+    c.kind = _enum(m.scalar("kind", "CAUSAL_LM"))
+    c.width = m.integer("width", 256)
+    c.layers = m.integer("layers", 4)
+    c.heads = m.integer("heads", 4)
+    c.ffn_width = m.integer("ffn_width", None)
+    c.activation = _enum(m.scalar("ffn_activation", "GELU"))
+    c.post_norm = m.scalar("norm_placement", "PRE_NORM") == "POST_NORM"
+    c.final_norm = m.boolean("final_norm", True)
+    c.norm_eps = m.number("norm_eps", 1e-5)
+    c.dropout = m.number("dropout", 0.1)
+    c.scale_embeddings = m.scalar("embedding_scale", "UNSCALED") == "SQRT_WIDTH"
+    c.tie_embeddings = m.boolean("tie_embeddings", True)
+    c.init_std = m.number("init_std", 0.02)
+    attention = m.message("attention")
+    if attention.has("softmax"):
+        c.attention = "softmax"
+        s = attention.message("softmax")
+        c.softmax_scale = s.number("scale", None)
+        c.attention_dropout = s.number("dropout", 0.0)
+        if s.has("streaming"):
+            streaming = s.message("streaming")
+            c.stream_chunk = streaming.integer("chunk", 16)
+            c.stream_left_memory = streaming.integer("left_memory", -1)
+    else:
+        c.attention = "linear"
+        la = attention.message("linear")
+        c.feature_map = _enum(la.scalar("feature_map", "ONE_PLUS_ELU"))
+        c.normalization = _enum(la.scalar("normalization", "LAYER_NORM"))
+        c.denominator_eps = la.number("denominator_eps", 1e-6)
+        c.chunk_size = la.integer("chunk_size", 64)
+    c.position = position_from_message(m.message("position"))
+    classifier = m.message("classifier")
+    if num_classes is not None:
+        c.num_classes = num_classes
+    elif classifier.has("num_classes"):
+        c.num_classes = classifier.integer("num_classes", 2)
+    c.pooling = _enum(classifier.scalar("pooling", "MEAN"))
+    return c
+
+
+def position_from_message(p):
+    chosen = [k for k in POSITIONS if p.has(k)]
+    if len(chosen) > 1:
+        raise ValueError(f"{p.path}: more than one encoding set: {chosen}")
+    pc = PositionConfig(kind=chosen[0] if chosen else "lrpe",
+                        add_sinusoidal=p.boolean("add_sinusoidal", False))
+    e = p.message(pc.kind)
+    if pc.kind == "sinusoidal":
+        pc.base = e.number("base", 10000.0)
+    elif pc.kind == "learned_absolute":
+        pc.max_positions = e.integer("max_positions", 512)
+    elif pc.kind == "rope":
+        pc.pairing = _enum(e.scalar("pairing", "ADJACENT"))
+        pc.base = e.number("base", 10000.0)
+    elif pc.kind == "lrpe":
+        pc.type = e.integer("type", 2)
+        pc.pairing = _enum(e.scalar("pairing", "ADJACENT"))
+        pc.p = _enum(e.scalar("p", "HOUSEHOLDER"))
+        pc.learn_theta = e.boolean("learn_theta", True)
+        pc.theta_base = e.number("theta_base", 10000.0)
+    elif pc.kind == "shaw":
+        pc.clip = e.integer("clip", 16)
+        pc.clip_left = e.integer("clip_left", None)
+        pc.clip_right = e.integer("clip_right", None)
+        pc.values = e.boolean("values", False)
+    elif pc.kind == "transformer_xl":
+        pc.layout = _enum(e.scalar("layout", "INTERLEAVED"))
+        pc.pe_width = e.integer("pe_width", None)
+        pc.base = e.number("base", 10000.0)
+    elif pc.kind == "skew":
+        pc.max_len = e.integer("max_len", 512)
+        pc.per_head = e.boolean("per_head", False)
+    elif pc.kind == "t5":
+        pc.buckets = e.integer("buckets", 32)
+        pc.max_distance = e.integer("max_distance", 128)
+        pc.bidirectional = e.boolean("bidirectional", None)
+    return pc
