@@ -67,7 +67,10 @@ def read_config(checkpoint_dir, tensors):
     if os.path.exists(config_path):
         with open(config_path, encoding="utf-8") as f:
             data = json.load(f)
-        config = RotaConfig.from_dict(data.get("rota", data))
+        if "rota_recipe" in data:  # written by `rota export hf`
+            config = RotaConfig.from_recipe_text(data["rota_recipe"], source=config_path)
+        else:
+            config = RotaConfig.from_dict(data.get("rota", data))
     else:
         recipe = os.path.join(checkpoint_dir, RECIPE_FILE)
         if not os.path.exists(recipe):
@@ -134,13 +137,16 @@ def config_to_model_text(config):
              f"  final_norm: {_fmt(c.final_norm)}", f"  norm_eps: {_fmt(float(c.norm_eps))}",
              f"  dropout: {_fmt(float(c.dropout))}",
              f"  embedding_scale: {'SQRT_WIDTH' if c.scale_embeddings else 'UNSCALED'}",
-             f"  tie_embeddings: {_fmt(c.tie_embeddings)}",
-             f"  init_std: {_fmt(float(c.init_std))}", "  attention {"]
+             f"  init_std: {_fmt(float(c.init_std))}"]
+    if c.kind != "classifier":  # a classifier has no vocabulary output to tie
+        lines.append(f"  tie_embeddings: {_fmt(c.tie_embeddings)}")
+    lines.append("  attention {")
     if c.attention == "linear":
         lines += ["    linear {", f"      feature_map: {c.feature_map.upper()}",
-                  f"      normalization: {c.normalization.upper()}",
-                  f"      denominator_eps: {_fmt(float(c.denominator_eps))}",
-                  f"      chunk_size: {c.chunk_size}", "    }"]
+                  f"      normalization: {c.normalization.upper()}"]
+        if c.normalization == "denominator":
+            lines.append(f"      denominator_eps: {_fmt(float(c.denominator_eps))}")
+        lines += [f"      chunk_size: {c.chunk_size}", "    }"]
     else:
         lines += ["    softmax {"]
         if c.softmax_scale is not None:
@@ -157,8 +163,10 @@ def config_to_model_text(config):
         "sinusoidal": [("base", float(p.base))],
         "learned_absolute": [("max_positions", p.max_positions)],
         "rope": [("pairing", p.pairing.upper()), ("base", float(p.base))],
-        "lrpe": [("type", p.type), ("pairing", p.pairing.upper()), ("p", p.p.upper()),
-                 ("learn_theta", p.learn_theta), ("theta_base", float(p.theta_base))],
+        # only Type 2 pairs channels; Type 3 has no angles (recipes/applicability.cpp)
+        "lrpe": [("type", p.type), ("pairing", p.pairing.upper() if p.type == 2 else None),
+                 ("p", p.p.upper()), ("learn_theta", p.learn_theta if p.type != 3 else None),
+                 ("theta_base", float(p.theta_base) if p.type != 3 else None)],
         "shaw": [("clip", p.clip), ("clip_left", p.clip_left), ("clip_right", p.clip_right),
                  ("values", p.values)],
         "transformer_xl": [("layout", p.layout.upper()), ("pe_width", p.pe_width),

@@ -95,12 +95,14 @@ class Lrpe(nn.Module):
         if self.type == 3:
             index = permutation_powers(self.permutation, offset, n).to(x.device)
             return torch.gather(u, -1, index.expand(*u.shape[:-2], n, d))
-        positions = torch.arange(offset, offset + n, device=x.device, dtype=x.dtype)
-        angles = positions[:, None] * self.theta.to(x.dtype)[None, :]  # [N, m]
+        # Angles s·θ_k in float64 (as Rota does: float32 angles lose ~3e-5 by position 512),
+        # their cos and sin rounded once to the model's dtype.
+        positions = torch.arange(offset, offset + n, device=x.device, dtype=torch.float64)
+        angles = positions[:, None] * self.theta.to(torch.float64)[None, :]  # [N, m]
+        cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
         if self.type == 1:
-            return torch.cat([u * torch.cos(angles), u * torch.sin(angles)], dim=-1)
+            return torch.cat([u * cos, u * sin], dim=-1)
         m = d // 2
-        cos, sin = torch.cos(angles), torch.sin(angles)
         if self.pairing == "adjacent":
             a, b = u[..., 0:2 * m:2], u[..., 1:2 * m:2]
             rotated = torch.stack([a * cos - b * sin, b * cos + a * sin], dim=-1)
