@@ -177,7 +177,10 @@ def config_to_model_text(config):
     }[p.kind]
     lines += ["  position {", f"    {p.kind} {{"]
     lines += [f"      {k}: {_fmt(v)}" for k, v in fields if v is not None]
-    lines += ["    }", f"    add_sinusoidal: {_fmt(p.add_sinusoidal)}", "  }"]
+    lines.append("    }")
+    if p.add_sinusoidal:  # written only when set: it does not apply to none or absolute ones
+        lines.append("    add_sinusoidal: true")
+    lines.append("  }")
     if c.kind == "classifier":
         lines += ["  classifier {", f"    num_classes: {c.num_classes}",
                   f"    pooling: {c.pooling.upper()}", "  }"]

@@ -48,6 +48,20 @@ class PositionConfig:
     bidirectional: Optional[bool] = None  # t5; None: bidirectional unless causal
 
 
+    def resolved(self, causal, width):
+        """A copy with the defaults that depend on the model filled in, as Rota's resolved
+        recipe writes them (T5's direction, Shaw's one-sided clips, XL's table width)."""
+        from dataclasses import replace
+        if self.kind == "t5" and self.bidirectional is None:
+            return replace(self, bidirectional=not causal)
+        if self.kind == "shaw":
+            return replace(self, clip_left=self.clip if self.clip_left is None else self.clip_left,
+                           clip_right=self.clip if self.clip_right is None else self.clip_right)
+        if self.kind == "transformer_xl" and self.pe_width is None:
+            return replace(self, pe_width=width)
+        return replace(self)
+
+
 @dataclass
 class RotaConfig:
     """The network of a Rota recipe (recipes/recipe.proto `Model`, plus vocabulary and classes)."""

@@ -1,0 +1,76 @@
+# rota.torch vs Rota on masked LMs and classifiers (bidirectional, padded batches).
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import parity_support as ps  # noqa: E402
+import rota.torch as rt  # noqa: E402
+
+P = rt.PositionConfig
+MASKED_CASES = {
+    "mlm_lrpe2": ps.config("masked_lm"),
+    "mlm_lrpe1_frozen": ps.config("masked_lm", position=P(kind="lrpe", type=1,
+                                                          p="householder_frozen")),
+    "mlm_lrpe3_odd_even_rms": ps.config("masked_lm", normalization="rms_norm",
+                                        position=P(kind="lrpe", type=3, p="odd_even")),
+    "mlm_rope": ps.config("masked_lm", position=P(kind="rope")),
+    "mlm_permute_former": ps.config("masked_lm", position=P(kind="permute_former")),
+    "mlm_lrpe3_identity_denominator": ps.config("masked_lm", normalization="denominator",
+                                                position=P(kind="lrpe", type=3, p="identity")),
+    "mlm_learned_post_norm": ps.config("masked_lm", post_norm=True,
+                                       position=P(kind="learned_absolute", max_positions=32)),
+    "mlm_softmax_t5": ps.config("masked_lm", attention="softmax",
+                                position=P(kind="t5", buckets=8, max_distance=16)),
+    "mlm_softmax_shaw": ps.config("masked_lm", attention="softmax",
+                                  position=P(kind="shaw", clip=4, values=True)),
+    "mlm_softmax_xl": ps.config("masked_lm", attention="softmax",
+                                position=P(kind="transformer_xl", pe_width=8)),
+    "mlm_softmax_skew": ps.config("masked_lm", attention="softmax",
+                                  position=P(kind="skew", max_len=30)),
+    "mlm_softmax_alibi": ps.config("masked_lm", attention="softmax", position=P(kind="alibi")),
+    "mlm_softmax_rope_streaming": ps.config("masked_lm", attention="softmax",
+                                            position=P(kind="rope"), stream_chunk=5),
+}
+CLASSIFIER_CASES = {
+    "cls_lrpe2_mean": ps.config("classifier"),
+    "cls_lrpe3_first_token": ps.config("classifier", pooling="cls",
+                                       position=P(kind="lrpe", type=3)),
+    "cls_sinusoidal": ps.config("classifier", position=P(kind="sinusoidal"), num_classes=2),
+    "cls_softmax_t5": ps.config("classifier", attention="softmax",
+                                position=P(kind="t5", buckets=6, max_distance=12)),
+    "cls_softmax_shaw_first_token": ps.config("classifier", attention="softmax",
+                                              pooling="cls", position=P(kind="shaw", clip=2)),
+}
+
+
+class BidirectionalParity(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.results = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        for name, (logits, loss, grads) in sorted(cls.results.items()):
+            print(f"{name:30s} logits {logits:.1e}  eval loss {loss:.1e}  gradients {grads:.1e}")
+        cls.tmp.cleanup()
+
+    def check_all(self, cases):
+        for name, cfg in cases.items():
+            with self.subTest(name):
+                case = ps.ParityCase(self, ps.train_run(cfg, self.tmp.name, name))
+                self.assertEqual(case.model.config.position, cfg.position.resolved(cfg.causal, cfg.width))
+                self.results[name] = (case.check_logits(), case.check_eval_loss(),
+                                      case.check_gradients())
+
+    def test_masked_lm(self):
+        self.check_all(MASKED_CASES)
+
+    def test_classifier(self):
+        self.check_all(CLASSIFIER_CASES)
+
+
+if __name__ == "__main__":
+    unittest.main()
