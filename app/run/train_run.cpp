@@ -126,13 +126,22 @@ std::string resume_command(const TrainRequest& request, int world_size) {
   return again + " --resume";
 }
 
+// The request's recipe, from its file or its text.
+recipes::Recipe load_request_recipe(distributed::Communicator& comm, const TrainRequest& request) {
+  if (request.recipe_text.empty()) {
+    return load_recipe_on_every_rank(comm, request.recipe, request.overrides);
+  }
+  return recipes::load_recipe_text(request.recipe_text, request.recipe, request.overrides);
+}
+
 int train_on_this_rank(const TrainRequest& request,
-                       const std::shared_ptr<distributed::Communicator>& comm_ptr) {
+                       const std::shared_ptr<distributed::Communicator>& comm_ptr,
+                       TrainResult& result) {
   distributed::Communicator& comm = *comm_ptr;
   const bool root = comm.rank() == 0;
   // The other ranks only report problems; rank 0 tells the story.
   if (!root && io::log_level() < io::LogLevel::kWarn) io::set_log_level(io::LogLevel::kWarn);
-  const recipes::Recipe recipe = load_recipe_on_every_rank(comm, request.recipe, request.overrides);
+  const recipes::Recipe recipe = load_request_recipe(comm, request);
   // train.dtype holds for the whole run on this rank (training steps, validation, the sample);
   // every rank loads the same recipe, so all compute alike.
   const MatmulPrecisionGuard precision(precision_from_recipe(recipe));
@@ -140,6 +149,7 @@ int train_on_this_rank(const TrainRequest& request,
   warn_about_core_binding(comm, threads);
   const fs::path run_dir =
       request.out.empty() ? fs::path("runs") / recipe.name() : fs::path(request.out);
+  result.run_dir = run_dir;
   const std::string recipe_text = recipes::format_recipe(recipe);
   check_same_recipe(comm, recipe_text);
   check_batch_splits(comm, recipe);
@@ -168,9 +178,11 @@ int train_on_this_rank(const TrainRequest& request,
       trainer_options_from_recipe(recipe, run_dir, setup.total_steps, recipe_text);
   options.stop_after_step = request.stop_after;
   options.communicator = comm_ptr;
+  options.on_step = request.on_step;
   train::Trainer trainer(*setup.task, *setup.optimizer, *setup.schedule, options);
   if (latest) trainer.resume(*latest);
   const train::TrainOutcome outcome = trainer.run();
+  result.outcome = outcome;
   if (outcome.status == train::TrainStatus::kInterrupted) {
     if (root) {
       std::printf("stopped at step %lld/%lld; checkpoint %s; continue with: %s\n",
@@ -195,11 +207,17 @@ int train_on_this_rank(const TrainRequest& request,
 
 }  // namespace
 
-int run_training(const TrainRequest& request) {
+TrainResult train_recipe(const TrainRequest& request) {
   io::init_logging_from_env();
   const std::shared_ptr<distributed::Communicator> comm = distributed::process_communicator();
-  return distributed::run_on_every_rank(
-      *comm, [&] { return train_on_this_rank(request, comm); }, exit_code_of);
+  TrainResult result;
+  result.exit_code = distributed::run_on_every_rank(
+      *comm, [&] { return train_on_this_rank(request, comm, result); }, exit_code_of);
+  return result;
+}
+
+int run_training(const TrainRequest& request) {
+  return train_recipe(request).exit_code;
 }
 
 }  // namespace rota::app

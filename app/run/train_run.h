@@ -2,17 +2,31 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
+
+#include "framework/train/trainer.h"
 
 namespace rota::app {
 
 struct TrainRequest {
-  std::string recipe;                  // the recipe file (.txtpb)
+  std::string recipe;  // the recipe file (.txtpb)
+  /// The recipe itself, when not read from a file (the Python bindings); `recipe` then only names
+  /// it in messages and gives the default run name (its stem).
+  std::string recipe_text;
   std::vector<std::string> overrides;  // --set a.b=v
   std::string out;                     // run directory; empty: runs/<recipe name>
   bool resume = false;                 // continue the run directory's latest checkpoint
-  int64_t stop_after = 0;  // stop (with a checkpoint) after this step; 0: run to the end
+  int64_t stop_after = 0;       // stop (with a checkpoint) after this step; 0: run to the end
+  train::StepObserver on_step;  // sees every step and may stop the run; empty: none
+};
+
+/// What a training run left: its exit code, its directory and the trainer's outcome.
+struct TrainResult {
+  int exit_code = 0;
+  std::filesystem::path run_dir;
+  train::TrainOutcome outcome;
 };
 
 /// Trains on every rank of this process's job (MPI when started by mpirun with several
@@ -21,5 +35,8 @@ struct TrainRequest {
 /// builds the task, optimizer and schedule, runs the trainer, and on rank 0 prints the sample
 /// and the final line `split=valid loss=… step=… run=…`. Returns the exit code (exit_codes.h).
 int run_training(const TrainRequest& request);
+
+/// run_training, also returning the run directory and the outcome (the Python bindings).
+TrainResult train_recipe(const TrainRequest& request);
 
 }  // namespace rota::app

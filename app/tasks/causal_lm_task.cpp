@@ -37,9 +37,13 @@ train::MicroBatch CausalLmTask::next_micro_batch() {
   return {model_->loss(batch.tokens, batch.targets), batch.target_count};
 }
 
+data::CausalLmDataset CausalLmTask::eval_dataset(const std::string& split) {
+  return data::CausalLmDataset(split_tokens(split), recipe().data().sequence_length(),
+                               data::WindowMode::kEval, data::padding_id(tokenizer()));
+}
+
 train::Metrics CausalLmTask::evaluate_split(const std::string& split, int64_t max_batches) {
-  const data::CausalLmDataset dataset(split_tokens(split), recipe().data().sequence_length(),
-                                      data::WindowMode::kEval, data::padding_id(tokenizer()));
+  const data::CausalLmDataset dataset = eval_dataset(split);
   data::BatchLoader loader(dataset.size(), evaluation_loader_options());
   const LmLossTotals totals = lm_loss_totals(
       communicator(), loader, max_batches,
@@ -49,6 +53,19 @@ train::Metrics CausalLmTask::evaluate_split(const std::string& split, int64_t ma
   ROTA_CHECK(targets > 0, "eval: the {} split has no targets", split);
   const double loss = totals.loss_sum / static_cast<double>(targets);
   return {{"loss", loss}, {"ppl", std::exp(loss)}, {"tokens", static_cast<double>(targets)}};
+}
+
+std::vector<EvalBatch> CausalLmTask::evaluation_batches(const std::string& split,
+                                                        int64_t max_batches) {
+  const data::CausalLmDataset dataset = eval_dataset(split);
+  data::BatchLoader loader(dataset.size(), evaluation_loader_options());
+  std::vector<EvalBatch> batches;
+  for (int64_t b = 0; b < evaluation_batch_count(loader, max_batches); ++b) {
+    const data::LmBatch batch = dataset.batch(loader.next().indices);
+    if (batch.target_count == 0) continue;  // lm_loss_totals skips it too
+    batches.push_back({batch.tokens, batch.targets, Tensor(), Tensor()});
+  }
+  return batches;
 }
 
 }  // namespace rota::app

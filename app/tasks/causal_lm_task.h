@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "app/tasks/lm_token_source.h"
 #include "app/tasks/task.h"
@@ -22,6 +23,7 @@ class CausalLmTask : public Task {
   models::CausalLm& causal_lm() { return *model_; }
   train::MicroBatch next_micro_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
+  std::vector<EvalBatch> evaluation_batches(const std::string& split, int64_t max_batches) override;
   /// The token stream of a split (encoded or mapped once, cached).
   data::TokenStream split_tokens(const std::string& split);
 
@@ -29,6 +31,9 @@ class CausalLmTask : public Task {
   int64_t prepare_training_data() override;
 
  private:
+  /// The windows of an evaluation split.
+  data::CausalLmDataset eval_dataset(const std::string& split);
+
   std::shared_ptr<models::CausalLm> model_;
   LmTokenSource source_{*this};
   std::optional<data::CausalLmDataset> train_data_;

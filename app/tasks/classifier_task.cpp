@@ -155,8 +155,7 @@ train::Metrics ClassifierTask::evaluate_split(const std::string& split, int64_t 
   const data::ClassificationDataset& dataset = split_dataset(split);
   ROTA_CHECK(dataset.labeled(), "eval: the {} split of '{}' has no labels", split, corpus().name());
   data::BatchLoader loader(dataset.size(), evaluation_loader_options());
-  int64_t batches = loader.batches_per_epoch();
-  if (max_batches > 0) batches = std::min(batches, max_batches);
+  const int64_t batches = evaluation_batch_count(loader, max_batches);
   const int64_t classes = recipe().model().classifier().num_classes();
   // Batch b runs on rank b % ranks; loss sums are added in batch order (one process's numbers)
   // and the confusion counts summed over the ranks.
@@ -197,6 +196,20 @@ train::Metrics ClassifierTask::evaluate_split(const std::string& split, int64_t 
           {"accuracy", confusion.accuracy()},
           {"mcc", confusion.matthews_correlation()},
           {"examples", static_cast<double>(confusion.total())}};
+}
+
+std::vector<EvalBatch> ClassifierTask::evaluation_batches(const std::string& split,
+                                                          int64_t max_batches) {
+  const data::ClassificationDataset& dataset = split_dataset(split);
+  ROTA_CHECK(dataset.labeled(), "eval: the {} split of '{}' has no labels", split, corpus().name());
+  data::BatchLoader loader(dataset.size(), evaluation_loader_options());
+  std::vector<EvalBatch> batches;
+  for (int64_t b = 0; b < evaluation_batch_count(loader, max_batches); ++b) {
+    const data::ClassificationBatch batch = dataset.batch(loader.next().indices);
+    if (batch.labels.numel() == 0) continue;  // evaluate_split skips it too
+    batches.push_back({batch.tokens, Tensor(), batch.mask, batch.labels});
+  }
+  return batches;
 }
 
 }  // namespace rota::app

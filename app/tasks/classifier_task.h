@@ -28,6 +28,7 @@ class ClassifierTask : public Task {
   models::Classifier& classifier() { return *model_; }
   train::MicroBatch next_micro_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
+  std::vector<EvalBatch> evaluation_batches(const std::string& split, int64_t max_batches) override;
   /// Prepares the training examples and reads every other split (data.files: all of them;
   /// other sources: the validation split), so bad data fails before training.
   void load_data() override;

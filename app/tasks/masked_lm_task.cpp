@@ -62,4 +62,18 @@ train::Metrics MaskedLmTask::evaluate_split(const std::string& split, int64_t ma
   return {{"loss", loss}, {"ppl", std::exp(loss)}, {"masked_tokens", static_cast<double>(targets)}};
 }
 
+std::vector<EvalBatch> MaskedLmTask::evaluation_batches(const std::string& split,
+                                                        int64_t max_batches) {
+  const data::MaskedLmDataset dataset = make_dataset(split, data::WindowMode::kEval);
+  data::BatchLoader loader(dataset.size(), evaluation_loader_options());
+  std::vector<EvalBatch> batches;
+  for (int64_t b = 0; b < evaluation_batch_count(loader, max_batches); ++b) {
+    // Epoch 0, as evaluate_split.
+    const data::LmBatch batch = dataset.batch(loader.next().indices, /*epoch=*/0);
+    if (batch.target_count == 0) continue;  // lm_loss_totals skips it too
+    batches.push_back({batch.tokens, batch.targets, batch.mask, Tensor()});
+  }
+  return batches;
+}
+
 }  // namespace rota::app

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "app/tasks/lm_token_source.h"
 #include "app/tasks/task.h"
@@ -22,6 +23,7 @@ class MaskedLmTask : public Task {
   models::MaskedLm& masked_lm() { return *model_; }
   train::MicroBatch next_micro_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
+  std::vector<EvalBatch> evaluation_batches(const std::string& split, int64_t max_batches) override;
 
  protected:
   int64_t prepare_training_data() override;

@@ -1,6 +1,7 @@
 // Shared parts of the recipe tasks: seeds, corpus, state capture, tokenizer files.
 #include "app/tasks/task.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "app/setup/data_source_setup.h"
@@ -107,6 +108,11 @@ data::LoaderOptions Task::evaluation_loader_options() const {
   options.shuffle = false;
   options.drop_last = false;
   return options;
+}
+
+int64_t Task::evaluation_batch_count(const data::BatchLoader& loader, int64_t max_batches) {
+  const int64_t batches = loader.batches_per_epoch();
+  return max_batches > 0 ? std::min(batches, max_batches) : batches;
 }
 
 train::Metrics Task::evaluate() {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "data/corpus/corpus.h"
 #include "data/loader/batch_loader.h"
@@ -27,6 +28,16 @@ struct RunSeeds {
   uint64_t dropout;  // dropout masks (a stream saved in checkpoints; one per rank, see Task)
   uint64_t data;     // epoch shuffling
   uint64_t masking;  // MLM corruption, per (epoch, window)
+};
+
+/// One batch of an evaluation, as evaluate_split feeds it to the model. Tensors a task does not
+/// use are undefined: causal LM tokens and targets; masked LM tokens, targets and mask;
+/// classifier tokens, mask and labels.
+struct EvalBatch {
+  Tensor tokens;   // [B, T] i64
+  Tensor targets;  // [B, T] i64, data::kIgnoreIndex where there is no target
+  Tensor mask;     // [B, T] f32: 1 at real tokens, 0 at padding
+  Tensor labels;   // [B] i64
 };
 
 /// Everything a task is built from. The tokenizer is already chosen (built, loaded from a
@@ -58,6 +69,10 @@ class Task : public train::TrainingTask {
   /// Metrics of a whole split ("valid" or "test"); max_batches > 0 limits the batches.
   /// Collective when data-parallel: call it on every rank.
   virtual train::Metrics evaluate_split(const std::string& split, int64_t max_batches) = 0;
+  /// The batches evaluate_split(split, max_batches) runs, in batch order, as one process runs
+  /// them (for reproducing an evaluation elsewhere, e.g. the Python bindings). Not collective.
+  virtual std::vector<EvalBatch> evaluation_batches(const std::string& split,
+                                                    int64_t max_batches) = 0;
   /// Validation metrics with the recipe's train.eval_batches.
   train::Metrics evaluate() override;
   /// Optimizer steps in one pass over the training split at the recipe's global batch.
@@ -105,6 +120,9 @@ class Task : public train::TrainingTask {
   data::LoaderOptions training_loader_options() const;
   /// The loader of an evaluation split: eval_batch_size(), in order, every example once.
   data::LoaderOptions evaluation_loader_options() const;
+  /// How many batches of an evaluation loader evaluate_split runs: all of them, or the first
+  /// max_batches when max_batches > 0.
+  static int64_t evaluation_batch_count(const data::BatchLoader& loader, int64_t max_batches);
 
   TaskInputs inputs_;
   std::optional<data::BatchLoader> loader_;  // training batches; set by prepare_training_data

@@ -252,6 +252,22 @@ bool Trainer::evaluate_and_record(RunOutputs& out, int64_t step, Metrics& metric
   return true;
 }
 
+StepReport Trainer::step_report(const StepResult& result, int64_t step, double step_seconds,
+                                const Metrics* eval) const {
+  StepReport report;
+  report.step = step;
+  report.total_steps = options_.total_steps;
+  report.loss = result.loss;
+  report.lr = result.lr;
+  report.grad_norm = result.grad_norm;
+  report.tokens = result.tokens;
+  report.tokens_seen = state_.tokens_seen();
+  report.step_seconds = step_seconds;
+  report.tokens_per_s = step_seconds > 0 ? static_cast<double>(result.tokens) / step_seconds : 0;
+  report.eval = eval;
+  return report;
+}
+
 StepResult Trainer::run_step(RunOutputs& out) {
   try {
     return runner_.run([&] { return task_.next_micro_batch(); });
@@ -297,16 +313,23 @@ TrainOutcome Trainer::run() {
   }
 
   for (int64_t step = first_step; step <= options_.total_steps; ++step) {
+    const auto step_started = std::chrono::steady_clock::now();
     const StepResult result = run_step(out);
+    const double step_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - step_started).count();
     state_.set_tokens_seen(state_.tokens_seen() + result.tokens);
     log_train_step(out, result, step);
 
     const bool last = step == options_.total_steps;
-    const bool is_best = (last || (options_.eval_every > 0 && step % options_.eval_every == 0)) &&
-                         evaluate_and_record(out, step, outcome.final_metrics);
+    const bool evaluated = last || (options_.eval_every > 0 && step % options_.eval_every == 0);
+    const bool is_best = evaluated && evaluate_and_record(out, step, outcome.final_metrics);
+    const bool observer_stop =
+        options_.on_step &&
+        !options_.on_step(
+            step_report(result, step, step_seconds, evaluated ? &outcome.final_metrics : nullptr));
     const int signal = agreed_stop_signal(StopSignalGuard::requested());
-    const bool stop_requested =
-        signal != 0 || (options_.stop_after_step > 0 && step >= options_.stop_after_step);
+    const bool stop_requested = signal != 0 || observer_stop ||
+                                (options_.stop_after_step > 0 && step >= options_.stop_after_step);
     if (last || is_best || stop_requested ||
         (options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0)) {
       out.finish_progress();

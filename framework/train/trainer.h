@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,6 +47,26 @@ class TrainingTask {
   virtual std::map<std::string, std::string> checkpoint_files() const { return {}; }
 };
 
+/// What a step observer sees after each optimizer step (TrainerOptions::on_step).
+struct StepReport {
+  int64_t step = 0;  // 1-based
+  int64_t total_steps = 0;
+  double loss = 0;  // mean over the step's micro-batches (and ranks)
+  double lr = 0;
+  double grad_norm = 0;           // before clipping
+  int64_t tokens = 0;             // tokens of this step (all ranks)
+  int64_t tokens_seen = 0;        // since the start of the run, resumes included
+  double step_seconds = 0;        // wall time of this step's forward, backward and update
+  double tokens_per_s = 0;        // tokens / step_seconds
+  const Metrics* eval = nullptr;  // the validation metrics when this step evaluated, else null
+};
+
+/// Called after each step (after the step's evaluation, before its checkpoint); returning false
+/// stops the run there as stop_after_step does (a checkpoint is written and the outcome is
+/// kInterrupted, unless it was the last step). Data-parallel: called on every rank, which must
+/// all return the same answer.
+using StepObserver = std::function<bool(const StepReport& report)>;
+
 struct TrainerOptions {
   std::filesystem::path run_dir;  // checkpoints/, metrics.jsonl, train.log, events
   int64_t total_steps = 1;
@@ -63,6 +84,8 @@ struct TrainerOptions {
   /// Stop after this many steps as if interrupted (a checkpoint is written; resuming later
   /// continues the same schedule); 0 = run to total_steps.
   int64_t stop_after_step = 0;
+  /// Sees every step and may stop the run (the Python bindings' callback); empty: none.
+  StepObserver on_step;
   /// Install SIGINT/SIGTERM handlers that checkpoint and stop cleanly during run().
   bool handle_signals = true;
   std::FILE* progress_out = stdout;
@@ -115,6 +138,9 @@ class Trainer {
   void open_outputs(RunOutputs& out) const;
   /// One optimizer step; a non-finite loss or gradient ends the run naming the last checkpoint.
   StepResult run_step(RunOutputs& out);
+  /// What the step observer sees of a step.
+  StepReport step_report(const StepResult& result, int64_t step, double step_seconds,
+                         const Metrics* eval) const;
   /// Progress, and on log steps the train line of metrics.jsonl and TensorBoard (rank 0).
   void log_train_step(RunOutputs& out, const StepResult& result, int64_t step);
   /// Evaluates, records the valid line, and returns whether the best metric improved.
