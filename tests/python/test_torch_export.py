@@ -1,0 +1,169 @@
+# The other direction: rota.torch modules saved as Rota checkpoints, and `rota export hf`.
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+import parity_support as ps  # noqa: E402
+import rota  # noqa: E402
+import rota.torch as rt  # noqa: E402
+
+BINARY = ps.BINARY
+
+
+def cli(*args):
+    return subprocess.run([BINARY, *args], capture_output=True, text=True,
+                          env=dict(os.environ, OMP_NUM_THREADS="2"))
+
+
+def torch_eval_loss(model, run, kind, batches=2):
+    """rota.torch's token-weighted loss over the batches Rota evaluates."""
+    case = ps.ParityCase.__new__(ps.ParityCase)
+    case.kind = kind
+    total, weight = 0.0, 0
+    model = model.double().eval()
+    with torch.no_grad():
+        for batch in run.eval_batches("valid", batches=batches):
+            w = case.batch_weight(batch)
+            total += float(case.torch_batch_loss(model, batch)) * w
+            weight += w
+    model.float()
+    return total / weight
+
+
+class SaveAsRotaCheckpoint(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = cls.tmp.name
+        cls.lm_run = ps.train_run(ps.config(), cls.dir, "lm")
+        cls.cls_run = ps.train_run(ps.config("classifier", position=rt.PositionConfig(
+            kind="lrpe", type=3)), cls.dir, "cls")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def trained_further(self, run_dir):
+        """The run's model after a few AdamW steps in PyTorch (weights Rota never saw)."""
+        model = rt.from_pretrained(run_dir)
+        model.train()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        batch = rota.load(run_dir).eval_batches("valid", batches=1)[0]
+        tensors = ps.batch_tensors(batch)
+        for _ in range(3):
+            optimizer.zero_grad()
+            if model.config.kind == "classifier":
+                loss = model.loss(tensors["ids"], tensors["labels"], tensors.get("key_mask"))
+            else:
+                loss = model.loss(tensors["ids"], tensors["targets"])
+            loss.backward()
+            optimizer.step()
+        return model.eval()
+
+    def test_rota_eval_reproduces_the_torch_loss(self):
+        for run_dir, kind in ((self.lm_run, "causal_lm"), (self.cls_run, "classifier")):
+            with self.subTest(kind):
+                model = self.trained_further(run_dir)
+                out = os.path.join(self.dir, f"saved_{kind}")
+                rt.save_checkpoint(model, out, source=run_dir)
+                saved = rota.load(out)  # Rota's own loader: sizes, CRCs, strict names
+                native = saved.eval("valid", batches=2)["loss"]
+                ours = torch_eval_loss(model, saved, kind)
+                self.assertLessEqual(abs(ours - native) / native, 1e-6)
+                original = rota.load(run_dir).eval("valid", batches=2)["loss"]
+                self.assertGreater(abs(native - original), 1e-4)  # the new weights are used
+                result = cli("eval", out, "--split", "valid", "--batches", "2")
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertIn(f"loss={native:.6g}", result.stdout)
+
+    def test_finetune_init_from_a_torch_checkpoint(self):
+        model = self.trained_further(self.lm_run)
+        out = os.path.join(self.dir, "init_source")
+        rt.save_checkpoint(model, out, source=self.lm_run)
+        # Fine-tune with a learning rate so small that the weights cannot move measurably.
+        finetuned = rota.train(os.path.join(self.dir, "lm.txtpb"),
+                               ["train.steps=1", f"finetune.init_from={out}",
+                                "schedule.lr=1e-12", "optimizer.adamw.weight_decay=0"],
+                               out=os.path.join(self.dir, "finetuned"))
+        theirs = finetuned.state_dict()
+        for name, value in model.state_dict().items():
+            np.testing.assert_allclose(theirs[name], value.numpy(), rtol=0, atol=1e-9,
+                                       err_msg=name)
+
+    def test_refuses_to_overwrite(self):
+        model = rt.from_pretrained(self.lm_run)
+        out = os.path.join(self.dir, "exists")
+        os.makedirs(out)
+        with self.assertRaisesRegex(ValueError, "already exists"):
+            rt.save_checkpoint(model, out, source=self.lm_run)
+
+
+class ExportHf(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = cls.tmp.name
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_export_loads_with_from_pretrained(self):
+        run_dir = ps.train_run(ps.config(attention="softmax", position=rt.PositionConfig(
+            kind="t5", buckets=8, max_distance=16)), self.dir, "lm_t5")
+        out = os.path.join(self.dir, "hf_lm")
+        result = cli("export", "hf", run_dir, out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("tokenizer.json: written", result.stdout)
+        for name in ("config.json", "model.safetensors", "tokenizer.json", "modeling_rota.py",
+                     "models.py", "softmax_attention.py", "rota_tokenizer"):
+            self.assertTrue(os.path.exists(os.path.join(out, name)), name)
+        with open(os.path.join(out, "config.json")) as f:
+            config = json.load(f)
+        self.assertEqual(config["model_type"], "rota")
+        self.assertEqual(config["architectures"], ["RotaForCausalLM"])
+        self.assertEqual(config["auto_map"]["AutoModelForCausalLM"],
+                         "modeling_rota.RotaForCausalLM")
+        exported, original = rt.from_pretrained(out), rt.from_pretrained(run_dir)
+        self.assertEqual(exported.config, original.config)
+        ids = torch.randint(0, original.config.vocab_size, (2, 17))
+        torch.testing.assert_close(exported(ids), original(ids), rtol=0, atol=0)
+        # The exported tokenizer gives the run's ids.
+        tokenizer = rt.load_tokenizer(out)
+        text = "ROMEO: thou art\n"
+        np.testing.assert_array_equal(tokenizer.encode(text), rota.load(run_dir).encode(text))
+        # The exported modeling sources are the installed rota.torch's (embedded at build time).
+        with open(os.path.join(out, "models.py")) as f, open(rt.models.__file__) as g:
+            self.assertEqual(f.read(), g.read())
+        refused = cli("export", "hf", run_dir, out)
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("not an empty directory", refused.stderr)
+
+    def test_classifier_labels(self):
+        run_dir = ps.train_run(ps.config("classifier"), self.dir, "cls")
+        out = os.path.join(self.dir, "hf_cls")
+        self.assertEqual(cli("export", "hf", run_dir, out).returncode, 0)
+        with open(os.path.join(out, "config.json")) as f:
+            config = json.load(f)
+        self.assertEqual(config["architectures"], ["RotaForSequenceClassification"])
+        self.assertEqual(config["num_labels"], 2)
+        self.assertEqual(sorted(config["id2label"]), ["0", "1"])
+        model = rt.from_pretrained(out)
+        self.assertEqual(model.config.num_classes, 2)
+
+    def test_missing_run_is_an_error(self):
+        result = cli("export", "hf", os.path.join(self.dir, "nope"), os.path.join(self.dir, "o"))
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("nope", result.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "o")))
+
+
+if __name__ == "__main__":
+    unittest.main()
