@@ -28,6 +28,9 @@ py::dtype numpy_dtype(DType dtype) {
 
 // The array as a C-contiguous array (a copy only when it is not one already).
 py::array contiguous_array(const py::handle& object, const char* name) {
+  if (py::isinstance<py::str>(object) || py::isinstance<py::bytes>(object)) {
+    throw py::type_error(std::string(name) + ": expected an array or a list of numbers, not text");
+  }
   py::array array = py::array::ensure(object, py::array::c_style);
   if (!array) {
     PyErr_Clear();
@@ -101,6 +104,13 @@ py::array to_numpy(std::vector<int64_t>&& values) {
   py::capsule capsule(owner, [](void* p) { delete static_cast<std::vector<int64_t>*>(p); });
   return py::array_t<int64_t>({static_cast<py::ssize_t>(owner->size())}, {}, owner->data(),
                               capsule);
+}
+
+py::str to_str(const std::string& text) {
+  PyObject* decoded =
+      PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "replace");
+  if (decoded == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(decoded);
 }
 
 py::array int32_ids(const std::vector<int64_t>& ids) {

@@ -22,6 +22,10 @@ py::array to_numpy(const Tensor& tensor);
 /// A numpy array that takes over the vector's buffer (no copy).
 py::array to_numpy(std::vector<int64_t>&& values);
 
+/// Text as a Python str; bytes that are not UTF-8 (a byte-level tokenizer's partial characters)
+/// become U+FFFD, as bytes.decode("utf-8", "replace") does.
+py::str to_str(const std::string& text);
+
 /// Token ids as numpy int32 [n] (Rota's vocabularies are far below 2^31).
 py::array int32_ids(const std::vector<int64_t>& ids);
 

@@ -148,7 +148,7 @@ void bind_run(py::module_& m) {
       .def(
           "decode",
           [](const RunHandle& h, const py::object& ids) {
-            return h.run->tokenizer().decode(id_vector_from_array(ids, "ids"));
+            return to_str(h.run->tokenizer().decode(id_vector_from_array(ids, "ids")));
           },
           py::arg("ids"), "Text of a sequence of ids.")
       .def(
@@ -169,12 +169,12 @@ void bind_run(py::module_& m) {
             std::vector<int64_t> prompt_used;
             const std::vector<int64_t> generated =
                 generate_ids(*h.run, prompt, max_tokens, temperature, top_k, seed, prompt_used);
-            return h.run->generated_text(prompt_used, generated);
+            return to_str(h.run->generated_text(prompt_used, generated));
           },
           py::arg("prompt"), py::arg("max_tokens") = 50, py::arg("temperature") = 1.0,
           py::arg("top_k") = 0, py::arg("seed") = 0,
           "What `rota generate` prints (without its final newline): the prompt and its "
-          "continuation.")
+          "continuation; bytes that are not UTF-8 become U+FFFD.")
       .def(
           "eval",
           [](RunHandle& h, const std::string& split, const py::object& context,

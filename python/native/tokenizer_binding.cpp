@@ -34,9 +34,11 @@ void bind_tokenizer(py::module_& m) {
           "decode",
           [](const TokenizerHandle& h, const py::object& ids) {
             const std::vector<int64_t> values = id_vector_from_array(ids, "ids");
-            return h.tokenizer().decode(values);
+            return to_str(h.tokenizer().decode(values));
           },
-          py::arg("ids"), "Text of a sequence of ids (any integer array or list).")
+          py::arg("ids"),
+          "Text of a sequence of ids (any integer array or list); bytes that are not UTF-8 "
+          "become U+FFFD.")
       .def_property_readonly("vocab_size",
                              [](const TokenizerHandle& h) { return h.tokenizer().vocab_size(); })
       .def_property_readonly("kind", [](const TokenizerHandle& h) { return h.tokenizer().kind(); })
@@ -44,7 +46,7 @@ void bind_tokenizer(py::module_& m) {
            "The id whose text (id_to_token) is `token`, or None.")
       .def(
           "id_to_token",
-          [](const TokenizerHandle& h, int64_t id) { return h.tokenizer().token_text(id); },
+          [](const TokenizerHandle& h, int64_t id) { return to_str(h.tokenizer().token_text(id)); },
           py::arg("id"), "The text of one token (a byte is shown as its character or <0xNN>).")
       .def(
           "save", [](const TokenizerHandle& h, const std::string& dir) { h.tokenizer().save(dir); },
