@@ -24,7 +24,7 @@ import tempfile
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.dirname(HERE)
 
 

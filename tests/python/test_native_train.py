@@ -1,0 +1,124 @@
+# rota.train against `rota train`: the same weights, callback steps, early stop, resume, Ctrl-C.
+import json
+import os
+import signal
+import sys
+import time
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rota  # noqa: E402
+from native_support import TINY, TempDir, cli_train, read_safetensors  # noqa: E402
+
+STEPS = ["train.steps=8", "train.eval_every=4", "train.checkpoint_every=4", "train.log_every=1"]
+
+
+def setUpModule():
+    global TMP, CLI_RUN
+    TMP = TempDir()
+    CLI_RUN = cli_train("causal_lm", TMP.join("cli"), *STEPS)
+
+
+def tearDownModule():
+    TMP.cleanup()
+
+
+def final_weights(run_dir):
+    return read_safetensors(os.path.join(run_dir, "checkpoints", "step_000008",
+                                         "model.safetensors"))
+
+
+def train_lines(run_dir):
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        return [line for line in map(json.loads, f) if line["split"] == "train"]
+
+
+class Train(unittest.TestCase):
+    def assert_same_weights(self, run_dir):
+        expected = final_weights(CLI_RUN)
+        got = final_weights(run_dir)
+        self.assertEqual(list(got), list(expected))
+        for name in expected:
+            np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+
+    def test_same_run_as_the_cli_with_callback(self):
+        seen = []
+        run = rota.train(TINY["causal_lm"], STEPS, out=TMP.join("py"), callback=seen.append)
+        self.assertIsInstance(run, rota.Run)
+        self.assertEqual((run.path, run.step), (TMP.join("py"), 8))
+        self.assert_same_weights(TMP.join("py"))
+        self.assertEqual([info["step"] for info in seen], list(range(1, 9)))
+        lines = train_lines(TMP.join("py"))
+        for info, line in zip(seen, lines):
+            self.assertEqual(info["total_steps"], 8)
+            self.assertAlmostEqual(info["loss"], line["loss"], delta=1e-6 * line["loss"])
+            self.assertAlmostEqual(info["lr"], line["lr"])
+            self.assertAlmostEqual(info["grad_norm"], line["grad_norm"], delta=1e-6)
+            self.assertEqual(info["tokens_seen"], line["tokens_seen"])
+            self.assertGreater(info["tokens_per_s"], 0)
+        self.assertEqual(seen[0]["tokens"], 4 * 32)
+        self.assertIsNone(seen[0]["eval"])
+        self.assertEqual(sorted(seen[3]["eval"]), ["loss", "ppl", "tokens"])
+        self.assertEqual(seen[7]["eval"]["loss"], run.eval("valid", batches=4)["loss"])
+
+    def test_stop_from_the_callback_then_resume(self):
+        out = TMP.join("stopped")
+        run = rota.train(TINY["causal_lm"], STEPS, out=out, callback=lambda info: info["step"] < 3)
+        self.assertEqual(run.step, 3)
+        self.assertTrue(run.checkpoint.endswith("step_000003"))
+        run = rota.train(TINY["causal_lm"], STEPS, out=out, resume=True)
+        self.assertEqual(run.step, 8)
+        self.assert_same_weights(out)  # resuming is bit-exact
+
+    def test_ctrl_c_checkpoints_and_raises_keyboard_interrupt(self):
+        out = TMP.join("interrupted")
+
+        def interrupt(info):
+            if info["step"] == 2:
+                os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C sends
+
+        with self.assertRaises(KeyboardInterrupt):
+            rota.train(TINY["causal_lm"], STEPS, out=out, callback=interrupt)
+        self.assertEqual(rota.load(out).step, 2)
+        # Python's own handler is back: another SIGINT is a plain KeyboardInterrupt
+        with self.assertRaises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        run = rota.train(TINY["causal_lm"], STEPS, out=out, resume=True)
+        self.assertEqual(run.step, 8)
+        self.assert_same_weights(out)
+
+    def test_callback_exception_stops_with_a_checkpoint(self):
+        out = TMP.join("raised")
+
+        def fail(info):
+            if info["step"] == 2:
+                raise ValueError("stop here")
+
+        with self.assertRaisesRegex(ValueError, "stop here"):
+            rota.train(TINY["causal_lm"], STEPS, out=out, callback=fail)
+        self.assertEqual(rota.load(out).step, 2)
+
+    def test_recipe_text_and_seed(self):
+        with open(TINY["causal_lm"]) as f:
+            text = f.read()
+        run = rota.train(text, ["train.steps=2"], out=TMP.join("text"), seed=7)
+        self.assertEqual(run.step, 2)
+        self.assertIn("seed: 7", run.recipe_text)
+        self.assertIn('name: "tiny-causal-lm"', run.recipe_text)
+
+    def test_recipe_errors(self):
+        with self.assertRaises(rota.RecipeError) as caught:
+            rota.train(TINY["causal_lm"], ["train.stepz=2"], out=TMP.join("bad"))
+        self.assertIn("stepz", str(caught.exception))
+        self.assertIsInstance(caught.exception, rota.Error)
+        with self.assertRaises(rota.RecipeError):
+            rota.train(TMP.join("missing.txtpb"), out=TMP.join("bad2"))
+        with self.assertRaises(rota.RecipeError):
+            rota.train("model { kind: NOPE }", out=TMP.join("bad3"))
+
+
+if __name__ == "__main__":
+    unittest.main()
