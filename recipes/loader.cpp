@@ -67,6 +67,10 @@ std::string file_stem(std::string_view source_name) {
 }  // namespace
 
 std::string read_text_file(const std::filesystem::path& file) {
+  std::error_code error;
+  if (std::filesystem::is_directory(file, error)) {
+    throw RecipeError(file.string() + ": is a directory, not a recipe file");
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) throw RecipeError(file.string() + ": cannot open the file");
   std::ostringstream text;
@@ -81,6 +85,8 @@ Recipe load_recipe(const std::filesystem::path& file, std::span<const std::strin
 
 Recipe load_recipe_text(std::string_view text, std::string_view source_name,
                         std::span<const std::string> overrides) {
+  // A UTF-8 byte order mark (some editors write one) is not part of the text.
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   SourceMap source{std::string(source_name)};
   Recipe recipe;
   try {

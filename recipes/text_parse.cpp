@@ -77,9 +77,10 @@ std::string shown(const std::string& name) {
 }
 
 /// Rewrites the parser's unknown-field and unknown-enum messages into "path: what (did you
-/// mean ...)"; other messages are prefixed with the enclosing path.
-std::string explain(const std::string& path, const std::string& message,
-                    const pb::Descriptor* root) {
+/// mean ...)"; other messages are prefixed with the path of the field whose value is wrong
+/// (`value_field`, after `name:`), else of the enclosing block.
+std::string explain(const std::string& path, const std::string& message, const pb::Descriptor* root,
+                    const std::string& value_field) {
   if (const auto match = quoted_parts(message, kUnknownFieldForm)) {
     const std::string& type_name = (*match)[0];
     const std::string& field = (*match)[1];
@@ -109,7 +110,8 @@ std::string explain(const std::string& path, const std::string& message,
     }
     return text;
   }
-  return path.empty() ? message : path + ": " + message;
+  const std::string where = value_field.empty() ? path : dotted(path, shown(value_field));
+  return where.empty() ? message : where + ": " + message;
 }
 
 /// The identifier an unknown-field or unknown-enum message complains about.
@@ -195,7 +197,9 @@ std::string SourceMap::locate(const pb::Descriptor* root, std::string_view path)
   return source_name_ + ":" + std::to_string(best.line + 1) + ":" + std::to_string(best.column + 1);
 }
 
-std::string enclosing_path(std::string_view text, int line, int column) {
+/// The field names of the blocks open at (line, column), and in `value_field` the field whose
+/// value starts there (the token before is `name:` or a list's `[`/`,`), else "".
+std::string enclosing_path(std::string_view text, int line, int column, std::string& value_field) {
   pb::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
   CollectingErrors ignored;
   pb::io::Tokenizer tokenizer(&input, &ignored);
@@ -221,7 +225,18 @@ std::string enclosing_path(std::string_view text, int line, int column) {
     }
     previous = token.text;
   }
+  value_field.clear();
+  if (previous == ":") {
+    value_field = last_identifier;
+  } else if ((previous == "[" || previous == ",") && !list_field.empty()) {
+    value_field = list_field;
+  }
   return join(open, ".");
+}
+
+std::string enclosing_path(std::string_view text, int line, int column) {
+  std::string value_field;
+  return enclosing_path(text, line, column, value_field);
 }
 
 void parse_text(std::string_view text, SourceMap& source, pb::Message& message) {
@@ -242,6 +257,7 @@ void parse_text(std::string_view text, SourceMap& source, pb::Message& message) 
   for (CollectingErrors::Entry error : errors.entries) {
     std::string where = source.source_name();
     std::string path;
+    std::string value_field;
     if (error.line >= 0) {
       // The parser reports an unknown name at the token after it; point at the name itself.
       if (const std::optional<std::string> name = offending_name(error.message)) {
@@ -254,10 +270,10 @@ void parse_text(std::string_view text, SourceMap& source, pb::Message& message) 
       where += std::to_string(error.line + 1);
       where += ':';
       where += std::to_string(error.column + 1);
-      path = enclosing_path(text, error.line, error.column);
+      path = enclosing_path(text, error.line, error.column, value_field);
     }
     if (!report.empty()) report += "\n";
-    report += where + ": " + explain(path, error.message, message.GetDescriptor());
+    report += where + ": " + explain(path, error.message, message.GetDescriptor(), value_field);
   }
   if (report.empty()) report = source.source_name() + ": cannot parse the text";
   throw RecipeError(report);

@@ -49,5 +49,8 @@ std::optional<int> peek_version(std::string_view text, const google::protobuf::M
 /// The dotted path of the message being parsed at 0-based (line, column) of `text`: the field
 /// names of the `{` ... `}` blocks open there, e.g. "model.position".
 std::string enclosing_path(std::string_view text, int line, int column);
+/// The same, also giving in `value_field` the field whose value starts at (line, column): the
+/// token before is `name:` (or a list's `[` or `,`); "" elsewhere.
+std::string enclosing_path(std::string_view text, int line, int column, std::string& value_field);
 
 }  // namespace rota::recipes

@@ -76,6 +76,10 @@ class Checker {
 /// The most OpenMP threads a recipe may ask for (far above any CPU Rota runs on).
 constexpr int64_t kMaxThreads = 1024;
 
+/// The most passes over the data a recipe may ask for: far beyond any real run, and small
+/// enough that epochs × steps per epoch stays a representable step count.
+constexpr double kMaxEpochs = 1e6;
+
 constexpr int kMaxBidirectionalPermuteFormerLength = 631;  // 1 + ⌊80 / −ln(sigmoid(2))⌋
 
 const char* kind_name(const Model& model) {
@@ -606,8 +610,9 @@ void check_train(Checker& check, const Recipe& recipe) {
       check.at_least("train.steps", train.steps(), 1);
       break;
     case Train::kEpochs:
-      if (!(train.epochs() > 0.0 && std::isfinite(train.epochs()))) {
-        check.fail("train.epochs", "must be > 0 (got " + num(train.epochs()) + ")");
+      if (!(train.epochs() > 0.0 && train.epochs() <= kMaxEpochs)) {
+        check.fail("train.epochs",
+                   "must be in (0, " + num(kMaxEpochs) + "] (got " + num(train.epochs()) + ")");
       }
       break;
   }
@@ -686,6 +691,49 @@ void check_applicability(Checker& check, const Recipe& recipe, const pb::Message
   }
 }
 
+/// Every real-valued field that is set must be a finite number: no field of a recipe means
+/// anything at ±inf or NaN, and the range checks above (written as `!(value > 0)` and the like)
+/// would pass +inf through to the run.
+void check_finite_numbers(Checker& check, const pb::Message& message, const std::string& path) {
+  std::vector<const pb::FieldDescriptor*> fields;
+  const pb::Reflection* reflection = message.GetReflection();
+  reflection->ListFields(message, &fields);
+  for (const pb::FieldDescriptor* field : fields) {
+    const std::string field_path = path.empty() ? field->name() : path + "." + field->name();
+    const int count = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
+    for (int i = 0; i < count; ++i) {
+      const std::string element =
+          field->is_repeated() ? field_path + "[" + num(i) + "]" : field_path;
+      switch (field->cpp_type()) {
+        case pb::FieldDescriptor::CPPTYPE_DOUBLE:
+        case pb::FieldDescriptor::CPPTYPE_FLOAT: {
+          double value = 0;
+          if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_DOUBLE) {
+            value = field->is_repeated() ? reflection->GetRepeatedDouble(message, field, i)
+                                         : reflection->GetDouble(message, field);
+          } else {
+            value = field->is_repeated() ? reflection->GetRepeatedFloat(message, field, i)
+                                         : reflection->GetFloat(message, field);
+          }
+          if (!std::isfinite(value)) {
+            check.fail(element, "must be a finite number (got " + num(value) + ")");
+          }
+          break;
+        }
+        case pb::FieldDescriptor::CPPTYPE_MESSAGE:
+          check_finite_numbers(check,
+                               field->is_repeated()
+                                   ? reflection->GetRepeatedMessage(message, field, i)
+                                   : reflection->GetMessage(message, field),
+                               element);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<Issue> validate_recipe(const Recipe& recipe) {
@@ -698,6 +746,7 @@ std::vector<Issue> validate_recipe(const Recipe& recipe) {
                               "); load the recipe through load_recipe to upgrade it");
   }
   check_applicability(check, recipe, recipe, "");
+  check_finite_numbers(check, recipe, "");
   check_model(check, recipe);
   check_data(check, recipe);
   check_optimizer(check, recipe.optimizer());

@@ -181,6 +181,14 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
       problems.push_back(fmt::format("'{}': checkpoint has shape {}, module has {}", name,
                                      shape_str(source.shape()), shape_str(target.shape())));
     }
+    // Precisions convert (a bf16 checkpoint into an f32 model), kinds never: integer bits read
+    // as floats (or the reverse) are garbage, e.g. an F32 tensor relabelled I32 in the file.
+    if (is_floating(source.dtype()) != is_floating(target.dtype())) {
+      problems.push_back(fmt::format(
+          "'{}': checkpoint holds {} but the module holds {} (integer and floating-point "
+          "tensors are never converted into each other)",
+          name, dtype_name(source.dtype()), dtype_name(target.dtype())));
+    }
   }
   std::vector<std::string> unexpected;
   for (const auto& entry : state) {

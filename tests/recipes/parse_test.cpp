@@ -36,7 +36,8 @@ TEST(RecipeParse, ExplicitNameIsKept) {
 TEST(RecipeParse, SyntaxErrorCarriesFileLineColumnAndPath) {
   // Line 4, column 10: a value is missing before '}'.
   const std::string text = "version: 1\nmodel {\n  position {\n    lrpe { type: }\n  }\n}\n";
-  EXPECT_EQ(load_error(text), "test.txtpb:4:18: model.position.lrpe: Expected integer, got: }");
+  EXPECT_EQ(load_error(text),
+            "test.txtpb:4:18: model.position.lrpe.type: Expected integer, got: }");
 }
 
 TEST(RecipeParse, UnknownFieldIsAnErrorWithSuggestion) {
@@ -131,7 +132,7 @@ TEST(RecipeParse, TwoMembersOfOneOneofIsAnError) {
 
 TEST(RecipeParse, WrongValueTypeIsAnError) {
   const std::string error = load_error("version: 1\nmodel { width: \"wide\" }\n");
-  EXPECT_EQ(error.rfind("test.txtpb:2:16: model: ", 0), 0u) << error;
+  EXPECT_EQ(error.rfind("test.txtpb:2:16: model.width: ", 0), 0u) << error;
 }
 
 TEST(RecipeParse, ParsingStopsAtTheFirstError) {
@@ -240,6 +241,31 @@ TEST(EnclosingPath, ListsOfMessagesUseTheListField) {
   const std::string text = "v: [{n: 1}, {n: 2}]\n";
   EXPECT_EQ(enclosing_path(text, 0, 14), "v");
   EXPECT_EQ(enclosing_path(text, 0, 19), "");
+}
+
+TEST(EnclosingPath, NamesTheFieldWhoseValueStartsThere) {
+  const std::string text = "a {\n  w: abc\n  l: [1, x]\n}\n";
+  std::string field;
+  EXPECT_EQ(enclosing_path(text, 1, 5, field), "a");
+  EXPECT_EQ(field, "w");
+  EXPECT_EQ(enclosing_path(text, 2, 9, field), "a");
+  EXPECT_EQ(field, "l");
+  EXPECT_EQ(enclosing_path(text, 1, 2, field), "a");  // at a field name: no value field
+  EXPECT_EQ(field, "");
+}
+
+TEST(ParseText, AWrongValueNamesItsFieldNotTheBlock) {
+  Recipe recipe;
+  SourceMap source{"r.txtpb"};
+  const std::string text = "version: 1\nmodel {\n  kind: CAUSAL_LM\n  width: abc\n}\n";
+  try {
+    parse_text(text, source, recipe);
+    FAIL() << "parsed";
+  } catch (const RecipeError& error) {
+    EXPECT_NE(std::string(error.what()).find("r.txtpb:4:10: model.width: Expected integer"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(SourceMapLocate, FallsBackToTheNearestWrittenAncestor) {

@@ -1,6 +1,8 @@
 // Validation: every range and cross-field rule, each with its field path and location.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "recipes/loader.h"
 #include "recipes/resolve.h"
 #include "recipes/validate.h"
@@ -410,7 +412,8 @@ const Rule kRules[] = {
     // ---- train ----
     {"length_required", {"train={}"}, "train: set exactly one of steps or epochs"},
     {"steps_positive", {"train.steps=0"}, "train.steps: must be >= 1 (got 0)"},
-    {"epochs_positive", {"train.epochs=0"}, "train.epochs: must be > 0 (got 0)"},
+    {"epochs_positive", {"train.epochs=0"}, "train.epochs: must be in (0, 1e+06] (got 0)"},
+    {"epochs_bounded", {"train.epochs=1e300"}, "train.epochs: must be in (0, 1e+06] (got 1e+300)"},
     {"accumulation_positive",
      {"train.gradient_accumulation=0"},
      "train.gradient_accumulation: must be >= 1 (got 0)"},
@@ -589,6 +592,46 @@ TEST(RecipeValidate, ValidateRecipeReturnsPathsAndMessages) {
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_EQ(issues[0].path, "model.heads");
   EXPECT_EQ(issues[0].message, "width 250 is not divisible by heads 4");
+}
+
+TEST(RecipeValidate, NonFiniteNumbersInTheFileAreRefusedWhereTheyAre) {
+  // Every real-valued field, wherever it is: +inf passes `!(x > 0)`-style range checks, so the
+  // finite check is its own pass (before: lr inf failed inside AdamW at run time, exit 1).
+  std::string text = kBaseRecipe;
+  text += "schedule { lr: inf }\n";
+  text.replace(text.find("  width: 64\n"), 12, "  width: 64\n  init_std: -inf\n");
+  text.replace(text.find("  batch_size: 8\n"), 16, "  batch_size: 8\n  mlm { probability: nan }\n");
+  const std::string error = load_error(text);
+  EXPECT_NE(error.find("test.txtpb:6:3: model.init_std: must be a finite number (got -inf)"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("schedule.lr: must be a finite number (got inf)"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("data.mlm.probability: must be a finite number (got nan)"),
+            std::string::npos)
+      << error;
+}
+
+TEST(RecipeLoad, ADirectoryIsNotARecipe) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "rota_dir.txtpb";
+  std::filesystem::create_directories(dir);
+  try {
+    load_recipe(dir);
+    FAIL() << "loaded a directory";
+  } catch (const RecipeError& error) {
+    EXPECT_EQ(std::string(error.what()), dir.string() + ": is a directory, not a recipe file");
+  }
+  std::filesystem::remove(dir);
+}
+
+TEST(RecipeLoad, AUtf8ByteOrderMarkIsSkipped) {
+  const Recipe recipe = load_recipe_text(std::string("\xEF\xBB\xBF") + kBaseRecipe, "bom.txtpb");
+  EXPECT_EQ(recipe.model().width(), 64);
+  // Locations count from the first character after the mark.
+  std::string bad = std::string("\xEF\xBB\xBF") + kBaseRecipe;
+  bad.replace(bad.find("width: 64"), 9, "width: x");
+  EXPECT_NE(load_error(bad).find("test.txtpb:5:10: model.width:"), std::string::npos)
+      << load_error(bad);
 }
 
 TEST(RecipeValidate, UnversionedRecipeIsInvalid) {

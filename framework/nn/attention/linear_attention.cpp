@@ -88,7 +88,7 @@ Variable LinearAttention::scale_by_decay(const Variable& features, int64_t offse
   // where γ^(−t) leaves the float range instead of returning inf/NaN.
   const double worst = (offset + n - 1) * -std::log(*std::min_element(gamma.begin(), gamma.end()));
   ROTA_CHECK(worst < 80.0,
-             "LinearAttention: bidirectional PermuteFormer weights γ^(s−t) reach e^{:.0f} at "
+             "LinearAttention: bidirectional PermuteFormer weights γ^(s−t) reach e^{:.3g} at "
              "length {}; this baseline is defined only for shorter sequences (max {})",
              worst, offset + n,
              static_cast<int64_t>(80.0 / -std::log(*std::min_element(gamma.begin(), gamma.end()))));

@@ -263,6 +263,23 @@ TEST(ModuleBase, LoadErrorsNameTheEntriesAndLeaveTheModuleUntouched) {
       EXPECT_TRUE(allclose(target.head_->weight_.data(), before, 0, 0));
     }
   }
+  // Integer bits where the module holds floats (an F32 tensor relabelled I32 in a file): refused,
+  // strict or not, never converted; a float of another precision converts.
+  {
+    StateDict relabelled, other_precision;
+    for (const auto& [name, tensor] : full_state) {
+      relabelled.insert(name, name == "head.weight" ? zeros({5, 3}, DType::kI32) : tensor);
+      other_precision.insert(name, name == "head.weight" ? tensor.to(DType::kF64) : tensor);
+    }
+    for (bool strict : {true, false}) {
+      expect_error([&] { target.load_state_dict(relabelled, strict); },
+                   {"'head.weight'", "checkpoint holds i32", "never converted"});
+      EXPECT_TRUE(allclose(target.head_->weight_.data(), before, 0, 0));
+    }
+    target.load_state_dict(other_precision);
+    EXPECT_TRUE(allclose(target.head_->weight_.data(), source.head_->weight_.data(), 0, 0));
+    Tensor(target.head_->weight_.data()).copy_from(before);
+  }
   // Duplicate insertion into a state dict.
   StateDict dup;
   dup.insert("a", zeros({1}));
