@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <memory>
 #include <mutex>
 #include <string>
 
+#include "framework/base/append_file.h"
 #include "framework/base/error.h"
 
 namespace rota::io {
@@ -20,7 +22,7 @@ struct LoggerState {
   std::mutex mutex;
   std::atomic<LogLevel> level{LogLevel::kInfo};
   std::FILE* console = stderr;
-  std::FILE* file = nullptr;
+  std::unique_ptr<AppendFile> file;  // whole lines; a failed one is rolled back
   std::filesystem::path file_path;
   StatusLine* status = nullptr;
 };
@@ -90,15 +92,16 @@ void set_log_file(const std::filesystem::path& path) {
     std::lock_guard lock(logger.mutex);
     if (path == logger.file_path) return;
   }
-  std::FILE* file = nullptr;
+  std::unique_ptr<AppendFile> file;
   if (!path.empty()) {
-    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-    file = std::fopen(path.c_str(), "a");
-    ROTA_CHECK(file != nullptr, "cannot open log file {}", path.string());
+    try {
+      file = std::make_unique<AppendFile>(path);
+    } catch (const Error& e) {
+      fail("cannot open log file {}: {}", path.string(), e.what());
+    }
   }
   std::lock_guard lock(logger.mutex);
-  if (logger.file != nullptr) std::fclose(logger.file);
-  logger.file = file;
+  logger.file = std::move(file);
   logger.file_path = path;
 }
 
@@ -132,6 +135,32 @@ void set_log_status_line(StatusLine* status) {
   logger.status = status;
 }
 
+namespace {
+
+// Appends a line to the log file (the mutex held). Logging never throws: when the line cannot be
+// written (a full disk), it is rolled back, so the file ends with a whole line, file logging stops
+// and the console says why once; the console keeps every line.
+void append_to_log_file(LoggerState& logger, const std::string& line) {
+  if (logger.file == nullptr) return;
+  try {
+    logger.file->append(line);
+  } catch (const std::exception& e) {
+    logger.file.reset();
+    logger.file_path.clear();
+    if (logger.console != nullptr) {
+      const std::string warning =
+          format_log_line(LogLevel::kError,
+                          std::string("log file: ") + e.what() + "; no further lines go to it",
+                          unix_now()) +
+          "\n";
+      std::fputs(warning.c_str(), logger.console);
+      std::fflush(logger.console);
+    }
+  }
+}
+
+}  // namespace
+
 std::string format_log_line(LogLevel level, std::string_view message, double unix_time) {
   const auto seconds = static_cast<std::time_t>(unix_time);
   const int millis = static_cast<int>((unix_time - static_cast<double>(seconds)) * 1000.0);
@@ -155,20 +184,14 @@ void log_message(LogLevel level, std::string_view message) {
     std::fflush(logger.console);
     if (logger.status != nullptr) logger.status->redraw_after_log();
   }
-  if (logger.file != nullptr) {
-    std::fputs(line.c_str(), logger.file);
-    std::fflush(logger.file);
-  }
+  append_to_log_file(logger, line);
 }
 
 void log_to_file(LogLevel level, std::string_view message) {
   const std::string line = format_log_line(level, message, unix_now()) + "\n";
   LoggerState& logger = state();
   std::lock_guard lock(logger.mutex);
-  if (logger.file != nullptr) {
-    std::fputs(line.c_str(), logger.file);
-    std::fflush(logger.file);
-  }
+  append_to_log_file(logger, line);
 }
 
 }  // namespace rota::io

@@ -1,12 +1,7 @@
-// metrics.jsonl writer (one object per line, one write() per line) and resume truncation.
+// metrics.jsonl writer (one object per line, whole lines only) and resume truncation.
 #include "framework/io/metrics_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -38,27 +33,10 @@ std::string metric_record_json(const MetricRecord& record) {
   return object.dump();
 }
 
-MetricsWriter::MetricsWriter(const std::filesystem::path& path) : path_(path) {
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  ROTA_CHECK(fd_ >= 0, "MetricsWriter: cannot open {}: {}", path.string(), std::strerror(errno));
-}
-
-MetricsWriter::~MetricsWriter() {
-  if (fd_ >= 0) ::close(fd_);
-}
+MetricsWriter::MetricsWriter(const std::filesystem::path& path) : file_(path) {}
 
 void MetricsWriter::write(const MetricRecord& record) {
-  const std::string line = metric_record_json(record) + "\n";
-  size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t written = ::write(fd_, line.data() + done, line.size() - done);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      fail("MetricsWriter: write {}: {}", path_.string(), std::strerror(errno));
-    }
-    done += static_cast<size_t>(written);
-  }
+  file_.append(metric_record_json(record) + "\n");
 }
 
 void truncate_metrics_after_step(const std::filesystem::path& path, int64_t step) {

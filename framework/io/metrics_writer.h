@@ -10,6 +10,8 @@
 #include <variant>
 #include <vector>
 
+#include "framework/base/append_file.h"
+
 namespace rota::io {
 
 /// A metric value: integer, floating point or string. Non-finite numbers are written as null
@@ -31,23 +33,22 @@ using MetricRecord = std::vector<std::pair<std::string, MetricValue>>;
 /// The JSON text of a record (one line, no newline). Throws on a duplicate key.
 std::string metric_record_json(const MetricRecord& record);
 
-/// Appends records to a metrics.jsonl file. Each line goes out in a single write() on an
-/// O_APPEND descriptor, so it is visible to readers (`tail -f`, plotting scripts) immediately
-/// and lines never interleave.
+/// Appends records to a metrics.jsonl file. Each line goes out whole on an O_APPEND descriptor
+/// (AppendFile), so it is visible to readers (`tail -f`, plotting scripts) immediately. A line
+/// that cannot be written (a full disk) is rolled back, so the file always ends with a whole
+/// line, and write() throws rota::Error naming the file and the system error.
 class MetricsWriter {
  public:
   /// Opens `path` for appending (creating it and its directory).
   explicit MetricsWriter(const std::filesystem::path& path);
-  ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;
 
   void write(const MetricRecord& record);
-  const std::filesystem::path& path() const { return path_; }
+  const std::filesystem::path& path() const { return file_.path(); }
 
  private:
-  std::filesystem::path path_;
-  int fd_ = -1;
+  AppendFile file_;
 };
 
 /// For --resume: rewrites `path` (atomically) without the lines whose "step" is greater than

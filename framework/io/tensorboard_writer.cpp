@@ -1,12 +1,9 @@
 // TensorBoard scalar event writer: Event protobufs framed as TFRecords.
 #include "framework/io/tensorboard_writer.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 
 #include <fmt/format.h>
 
@@ -36,18 +33,14 @@ TensorBoardWriter::TensorBoardWriter(const std::filesystem::path& log_dir) {
       log_dir / fmt::format("events.out.tfevents.{}.{}", static_cast<int64_t>(now), host_name());
   // O_APPEND: a second writer in the same second (same name) appends whole records instead of
   // overwriting; TensorBoard reads the records in order either way.
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  ROTA_CHECK(fd_ >= 0, "TensorBoardWriter: cannot create {}: {}", path_.string(),
-             std::strerror(errno));
+  file_ = std::make_unique<AppendFile>(path_);
   tensorboard::Event event;
   event.set_wall_time(now);
   event.set_file_version("brain.Event:2");
   write_event(event.SerializeAsString());
 }
 
-TensorBoardWriter::~TensorBoardWriter() {
-  if (fd_ >= 0) ::close(fd_);
-}
+TensorBoardWriter::~TensorBoardWriter() = default;
 
 void TensorBoardWriter::add_scalar(const std::string& tag, double value, int64_t step,
                                    double wall_time) {
@@ -69,16 +62,8 @@ void TensorBoardWriter::add_scalars(const std::vector<std::pair<std::string, dou
 }
 
 void TensorBoardWriter::write_event(const std::string& event_bytes) {
-  const std::string record = frame_tfrecord(event_bytes);
-  size_t done = 0;
-  while (done < record.size()) {
-    const ssize_t written = ::write(fd_, record.data() + done, record.size() - done);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      fail("TensorBoardWriter: write {}: {}", path_.string(), std::strerror(errno));
-    }
-    done += static_cast<size_t>(written);
-  }
+  // Whole records only: a failed write is rolled back and throws (AppendFile).
+  file_->append(frame_tfrecord(event_bytes));
 }
 
 }  // namespace rota::io

@@ -4,16 +4,19 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "framework/base/append_file.h"
 
 namespace rota::io {
 
 /// Appends scalar summaries to a new event file in `log_dir` (created if needed). The first
 /// record is the file_version event "brain.Event:2"; each add_* call writes one Event record
-/// with one write() so the file is always a sequence of whole records (TensorBoard reads it
-/// while training runs).
+/// whole (AppendFile: a failed write is rolled back and throws), so the file is always a sequence
+/// of whole records (TensorBoard reads it while training runs).
 class TensorBoardWriter {
  public:
   explicit TensorBoardWriter(const std::filesystem::path& log_dir);
@@ -33,7 +36,7 @@ class TensorBoardWriter {
   void write_event(const std::string& event_bytes);
 
   std::filesystem::path path_;
-  int fd_ = -1;
+  std::unique_ptr<AppendFile> file_;
 };
 
 }  // namespace rota::io

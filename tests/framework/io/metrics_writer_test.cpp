@@ -1,6 +1,11 @@
 // metrics.jsonl: every line parses as one JSON object with the values written; resume truncation.
 #include "framework/io/metrics_writer.h"
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -82,6 +87,47 @@ TEST(MetricsWriter, ResumeDropsLinesAfterTheCheckpointStep) {
   EXPECT_EQ(lines[4]["event"], "no step");
   truncate_metrics_after_step(dir / "absent.jsonl", 5);
   EXPECT_FALSE(std::filesystem::exists(dir / "absent.jsonl"));
+}
+
+// A full disk (here a 2000-byte file-size limit, in a child process) during an append: write()
+// throws naming the file, and the file still ends with a whole line that parses.
+TEST(MetricsWriter, AFailedAppendLeavesNoTornLine) {
+  TempDir dir;
+  const auto path = dir / "metrics.jsonl";
+  const auto message_path = dir / "message";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{2000, 2000};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(3);
+    MetricsWriter writer(path);
+    try {
+      for (int step = 1; step <= 1000; ++step) {
+        writer.write({{"step", step}, {"split", "train"}, {"loss", 1.0 / step}});
+      }
+    } catch (const Error& e) {
+      std::FILE* f = std::fopen(message_path.c_str(), "w");
+      if (f == nullptr) ::_exit(4);
+      std::fputs(e.what(), f);
+      std::fclose(f);
+      ::_exit(0);
+    }
+    ::_exit(2);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "2: no error; 3: setrlimit; 4: message file";
+  const std::string text = read_bytes(path);
+  ASSERT_FALSE(text.empty());
+  EXPECT_LE(text.size(), 2000u);
+  EXPECT_EQ(text.back(), '\n');
+  const auto lines = parse_lines(text);  // throws on a torn line
+  EXPECT_GT(lines.size(), 10u);
+  EXPECT_EQ(lines.back()["step"], static_cast<int>(lines.size()));
+  const std::string message = read_bytes(message_path);
+  EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+  EXPECT_NE(message.find("File too large"), std::string::npos) << message;
 }
 
 }  // namespace
