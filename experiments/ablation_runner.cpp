@@ -1,9 +1,7 @@
 // `rota ablate` from start to end (see ablation_runner.h): lock, run the jobs, write the reports.
 #include "experiments/ablation_runner.h"
 
-#include <fcntl.h>
 #include <sched.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +20,7 @@
 #include "experiments/report/png_export.h"
 #include "experiments/run_plan.h"
 #include "experiments/run_unit.h"
+#include "framework/base/directory_lock.h"
 #include "framework/base/error.h"
 #include "framework/base/file_io.h"
 #include "framework/io/log.h"
@@ -34,29 +33,6 @@ namespace fs = std::filesystem;
 namespace rota::experiments {
 
 namespace {
-
-/// An exclusive lock on OUT/.lock for the life of this object (released by the kernel if the
-/// process dies), so two rota ablate never write the same runs.
-class DirectoryLock {
- public:
-  explicit DirectoryLock(const fs::path& dir) {
-    const fs::path file = dir / ".lock";
-    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    ROTA_CHECK(fd_ >= 0, "rota ablate: cannot open {}: {}", file.string(), std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd_);
-      fail(
-          "rota ablate: another rota ablate is running on {} (it holds {}); wait for it or stop it",
-          dir.string(), file.string());
-    }
-  }
-  ~DirectoryLock() { ::close(fd_); }
-  DirectoryLock(const DirectoryLock&) = delete;
-  DirectoryLock& operator=(const DirectoryLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 int available_cores() {
   cpu_set_t set;
@@ -92,7 +68,9 @@ AblationOutcome run_ablation(const AblationRunOptions& options) {
   AblationOutcome outcome;
   outcome.out = options.out.empty() ? default_ablation_out(plan) : options.out;
   fs::create_directories(outcome.out);
-  const DirectoryLock lock(outcome.out);
+  // OUT/.lock for the whole ablation, so two rota ablate never write the same runs; each child
+  // rota train also locks its own run directory.
+  const DirectoryLock lock(outcome.out, "wait for it to finish or stop it, or use another --out");
   // Log lines also go to OUT/ablate.log until the end of the ablation.
   const io::LogFileScope log_file(outcome.out / "ablate.log");
   write_file_atomically(outcome.out / "ablation.txtpb",

@@ -7,6 +7,7 @@
 
 #include "app/run/byte_progress.h"
 #include "app/run/exit_codes.h"
+#include "app/run/temp_cleanup.h"
 #include "app/setup/data_source_setup.h"
 #include "app/setup/tokenizer_setup.h"
 #include "data/corpus/corpus.h"
@@ -31,6 +32,7 @@ int run_data_prepare(const PrepareRequest& request) {
   if (request.recipe.empty() && !request.overrides.empty()) {
     throw recipes::RecipeError("rota data prepare: --set needs a RECIPE");
   }
+  remove_stale_temporary_directories();
   const data::DataOptions data_options = data::default_data_options();
   std::shared_ptr<const data::Tokenizer> tokenizer;
   std::optional<data::Corpus> corpus;

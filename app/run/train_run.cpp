@@ -13,12 +13,14 @@
 #include "app/run/rank_agreement.h"
 #include "app/run/resume_policy.h"
 #include "app/run/shared_tokenizer.h"
+#include "app/run/temp_cleanup.h"
 #include "app/setup/finetune_setup.h"
 #include "app/setup/optimizer_setup.h"
 #include "app/setup/precision_setup.h"
 #include "app/setup/schedule_setup.h"
 #include "app/setup/trainer_setup.h"
 #include "app/tasks/causal_lm_task.h"
+#include "framework/base/directory_lock.h"
 #include "framework/base/file_io.h"
 #include "framework/distributed/launch.h"
 #include "framework/distributed/run_guard.h"
@@ -42,6 +44,27 @@ std::optional<fs::path> agree_on_resume(distributed::Communicator& comm, const f
   const std::string latest =
       distributed::broadcast_string(comm, decision.latest ? decision.latest->string() : "");
   return latest.empty() ? std::nullopt : std::optional<fs::path>(latest);
+}
+
+// Rank 0 (the only rank that writes into the run directory) takes RUN/.lock for the whole run,
+// before the resume decision reads the directory and before anything is written into it. When
+// another process holds it, the run stops here on every rank with exit code 1, naming the holder.
+std::unique_ptr<DirectoryLock> lock_run_directory(distributed::Communicator& comm,
+                                                  const fs::path& run_dir) {
+  std::unique_ptr<DirectoryLock> lock;
+  std::string busy;
+  if (comm.rank() == 0) {
+    try {
+      lock = std::make_unique<DirectoryLock>(
+          run_dir, "wait for it to finish or stop it, or train into another --out");
+    } catch (const DirectoryBusyError& e) {
+      if (comm.world_size() == 1) throw;
+      busy = e.what();
+    }
+  }
+  if (comm.world_size() > 1) busy = distributed::broadcast_string(comm, busy);
+  if (!busy.empty()) throw distributed::CollectiveError(busy, kExitFailure);
+  return lock;
 }
 
 // The model, optimizer and schedule of a run, ready for the trainer.
@@ -153,6 +176,7 @@ int train_on_this_rank(const TrainRequest& request,
   const std::string recipe_text = recipes::format_recipe(recipe);
   check_same_recipe(comm, recipe_text);
   check_batch_splits(comm, recipe);
+  const std::unique_ptr<DirectoryLock> run_lock = lock_run_directory(comm, run_dir);
   const std::optional<fs::path> latest =
       agree_on_resume(comm, run_dir, request.resume, recipe_text);
 
@@ -209,6 +233,7 @@ int train_on_this_rank(const TrainRequest& request,
 
 TrainResult train_recipe(const TrainRequest& request) {
   io::init_logging_from_env();
+  remove_stale_temporary_directories();
   const std::shared_ptr<distributed::Communicator> comm = distributed::process_communicator();
   TrainResult result;
   result.exit_code = distributed::run_on_every_rank(

@@ -1,10 +1,7 @@
 // Choosing and building a run's tokenizer (see tokenizer_setup.h).
 #include "app/setup/tokenizer_setup.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 
 #include <fmt/format.h>
 
@@ -16,6 +13,7 @@
 #include "data/tokenizer/sentencepiece_model_type.h"
 #include "data/tokenizer/sentencepiece_tokenizer.h"
 #include "framework/base/file_io.h"
+#include "framework/base/scratch_directory.h"
 #include "framework/io/checkpoint_paths.h"
 #include "framework/io/log.h"
 #include "recipes/corpora.h"
@@ -153,32 +151,8 @@ std::shared_ptr<const data::Tokenizer> obtain_tokenizer(
   return tokenizer;
 }
 
-namespace {
-
-// A fresh scratch directory for one save or load (the process id and a counter keep concurrent
-// users apart); removed when the scope ends.
-class ScratchDirectory {
- public:
-  ScratchDirectory() {
-    static std::atomic<int64_t> counter{0};
-    path_ = std::filesystem::temp_directory_path() /
-            fmt::format("rota-tokenizer-{}-{}", ::getpid(), counter++);
-    std::filesystem::remove_all(path_);
-  }
-  ~ScratchDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
-
-}  // namespace
-
 std::map<std::string, std::string> tokenizer_files(const data::Tokenizer& tokenizer) {
-  const ScratchDirectory dir;
+  const ScratchDirectory dir(kTokenizerScratchPrefix);
   tokenizer.save(dir.path());
   std::map<std::string, std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
@@ -189,8 +163,7 @@ std::map<std::string, std::string> tokenizer_files(const data::Tokenizer& tokeni
 
 std::shared_ptr<const data::Tokenizer> tokenizer_from_files(
     const std::map<std::string, std::string>& files) {
-  const ScratchDirectory dir;
-  std::filesystem::create_directories(dir.path());
+  const ScratchDirectory dir(kTokenizerScratchPrefix);
   for (const auto& [name, bytes] : files) write_file_atomically(dir.path() / name, bytes);
   return data::load_tokenizer(dir.path());
 }

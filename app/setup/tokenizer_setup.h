@@ -30,6 +30,11 @@ std::shared_ptr<const data::Tokenizer> obtain_tokenizer(
     const recipes::Recipe& recipe, const std::optional<std::filesystem::path>& checkpoint_dir,
     const data::DataOptions& data_options);
 
+/// tokenizer_files and tokenizer_from_files go through a scratch directory $TMPDIR/PREFIX-PID-N
+/// (ScratchDirectory), removed on every exit path; one a killed process left is removed at the
+/// next start (app/run/temp_cleanup.h).
+inline constexpr char kTokenizerScratchPrefix[] = "rota-tokenizer";
+
 /// The files a tokenizer saves (tokenizer.json and maybe vocab.txt / spm.model), name → bytes:
 /// what checkpoints keep and what rank 0 sends to the other ranks.
 std::map<std::string, std::string> tokenizer_files(const data::Tokenizer& tokenizer);

@@ -1,10 +1,7 @@
 // Tokenizer identity digests (see tokenizer_digest.h).
 #include "data/prepared/tokenizer_digest.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,6 +9,7 @@
 #include "data/util/sha256.h"
 #include "framework/base/error.h"
 #include "framework/base/file_io.h"
+#include "framework/base/scratch_directory.h"
 
 namespace fs = std::filesystem;
 
@@ -37,19 +35,9 @@ std::string tokenizer_dir_digest(const fs::path& dir) {
 }
 
 std::string tokenizer_digest(const Tokenizer& tokenizer) {
-  static std::atomic<int64_t> counter{0};
-  const fs::path dir =
-      fs::temp_directory_path() / fmt::format("rota-digest-{}-{}", ::getpid(), counter++);
-  fs::remove_all(dir);
-  struct Remove {
-    fs::path dir;
-    ~Remove() {
-      std::error_code ignored;
-      fs::remove_all(dir, ignored);
-    }
-  } remove{dir};
-  tokenizer.save(dir);
-  return tokenizer_dir_digest(dir);
+  const ScratchDirectory dir(kTokenizerDigestScratchPrefix);
+  tokenizer.save(dir.path());
+  return tokenizer_dir_digest(dir.path());
 }
 
 }  // namespace rota::data
