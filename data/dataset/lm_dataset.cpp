@@ -37,21 +37,21 @@ int64_t CausalLmDataset::target_count() const {
 }
 
 LmBatch CausalLmDataset::batch(std::span<const int64_t> indices) const {
-  const int64_t T = seq_len();
-  return batch_of(
-      indices, [&](int64_t, const Window& window, int64_t* tokens, int64_t* targets, float* mask) {
-        copy_stream(window.start, window.length, tokens);
-        copy_stream(window.start + 1, window.length, targets);
-        for (int64_t t = 0; t < T; ++t) {
-          const bool real = t < window.length;
-          if (!real) {
-            tokens[t] = pad_id();
-            targets[t] = kIgnoreIndex;
-          }
-          mask[t] = real ? 1.0f : 0.0f;
-        }
-        return window.length;
-      });
+  return batch_of(indices, /*prefix=*/0,
+                  [&](int64_t, const Window& window, int64_t T, int64_t* tokens, int64_t* targets,
+                      float* mask) {
+                    copy_stream(window.start, window.length, tokens);
+                    copy_stream(window.start + 1, window.length, targets);
+                    for (int64_t t = 0; t < T; ++t) {
+                      const bool real = t < window.length;
+                      if (!real) {
+                        tokens[t] = pad_id();
+                        targets[t] = kIgnoreIndex;
+                      }
+                      mask[t] = real ? 1.0f : 0.0f;
+                    }
+                    return window.length;
+                  });
 }
 
 }  // namespace rota::data

@@ -1,6 +1,8 @@
 // Causal language-model windows over a token stream: inputs [B, T] and targets shifted by one.
 #pragma once
 
+#include <algorithm>
+
 #include <span>
 
 #include "data/dataset/batch.h"
@@ -41,25 +43,32 @@ class TokenWindows {
     int64_t start = 0;   // first stream token
     int64_t length = 0;  // stream tokens in the window
   };
-  /// The batch of the windows w = indices[b]: tokens, targets [B, seq_len] i64 and mask
-  /// [B, seq_len] f32, row b filled by fill_row(w, window, tokens, targets, mask) (the row's
-  /// seq_len elements of each), which returns the row's target count. Each w must be in
-  /// [0, size()).
+  /// The batch of the windows w = indices[b]: tokens, targets [B, W] i64 and mask [B, W] f32,
+  /// row b filled by fill_row(w, window, W, tokens, targets, mask) (the row's W elements of
+  /// each), which returns the row's target count. W is the longest row, prefix + window length
+  /// (prefix: tokens a row holds before its window, e.g. [CLS]): seq_len for training windows,
+  /// less when every window of the batch is a short last evaluation window, so a batch never
+  /// costs more than its tokens (evaluating a short split at a huge --context stays small).
+  /// Each w must be in [0, size()).
   template <typename FillRow>
-  LmBatch batch_of(std::span<const int64_t> indices, FillRow&& fill_row) const {
+  LmBatch batch_of(std::span<const int64_t> indices, int64_t prefix, FillRow&& fill_row) const {
     const int64_t B = static_cast<int64_t>(indices.size());
-    const int64_t T = seq_len_;
+    std::vector<Window> windows(indices.size());
+    int64_t W = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      windows[b] = window_at(indices[b]);
+      W = std::max(W, prefix + windows[b].length);
+    }
     LmBatch batch;
-    batch.tokens = Tensor::empty({B, T}, DType::kI64);
-    batch.targets = Tensor::empty({B, T}, DType::kI64);
-    batch.mask = Tensor::empty({B, T}, DType::kF32);
+    batch.tokens = Tensor::empty({B, W}, DType::kI64);
+    batch.targets = Tensor::empty({B, W}, DType::kI64);
+    batch.mask = Tensor::empty({B, W}, DType::kF32);
     int64_t* tokens = batch.tokens.data<int64_t>();
     int64_t* targets = batch.targets.data<int64_t>();
     float* mask = batch.mask.data<float>();
     for (int64_t b = 0; b < B; ++b) {
-      const int64_t w = indices[b];
-      const Window window = window_at(w);
-      batch.target_count += fill_row(w, window, tokens + b * T, targets + b * T, mask + b * T);
+      batch.target_count +=
+          fill_row(indices[b], windows[b], W, tokens + b * W, targets + b * W, mask + b * W);
     }
     return batch;
   }

@@ -1,6 +1,8 @@
 // Causal LM windows: shifted targets, full-split evaluation coverage, WikiText-2 token counts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <numeric>
 
 #include "data/corpus/corpus.h"
@@ -55,8 +57,11 @@ TEST(CausalLmDataset, EvaluationScoresEveryTokenAfterTheFirstExactlyOnce) {
     std::vector<int64_t> all(dataset.size());
     std::iota(all.begin(), all.end(), int64_t{0});
     const LmBatch batch = dataset.batch(all);
+    // The batch is as wide as its longest window: T, unless the only window is a short one.
+    const int64_t width = batch.tokens.size(1);
+    EXPECT_EQ(width, std::min<int64_t>(T, N - 1)) << N;
     for (int64_t b = 0; b < dataset.size(); ++b) {
-      for (int64_t t = 0; t < T; ++t) {
+      for (int64_t t = 0; t < width; ++t) {
         const int64_t target = static_cast<int64_t>(batch.targets.at({b, t}));
         if (target == kIgnoreIndex) {
           EXPECT_EQ(batch.mask.at({b, t}), 0.0);

@@ -135,16 +135,26 @@ TEST(MaskedLmDataset, ClsFirstAndPaddedLastEvaluationWindow) {
   const MaskedLmDataset dataset(make_token_stream(tokens), T, WindowMode::kEval,
                                 MlmMasker(tokenizer()), 1, pad, cls);
   EXPECT_EQ(dataset.size(), 3);  // 7 stream tokens per window: 7 + 7 + 3
+  // With a full window in the batch the last one is padded to T; alone, the batch is only as
+  // wide as it (<cls> + 3 tokens), with the same row.
+  const std::vector<int64_t> both = {1, 2};
   const std::vector<int64_t> last = {2};
-  const LmBatch batch = dataset.batch(last, 0);
-  EXPECT_EQ(batch.tokens.at({0, 0}), cls);
-  EXPECT_EQ(batch.targets.at({0, 0}), kIgnoreIndex);
+  const LmBatch padded = dataset.batch(both, 0);
+  const LmBatch alone = dataset.batch(last, 0);
+  ASSERT_EQ(padded.tokens.size(1), T);
+  ASSERT_EQ(alone.tokens.size(1), 4);
+  EXPECT_EQ(padded.tokens.at({1, 0}), cls);
+  EXPECT_EQ(padded.targets.at({1, 0}), kIgnoreIndex);
   for (int64_t t = 0; t < T; ++t) {
     const bool real = t < 4;  // <cls> + 3 tokens
-    EXPECT_EQ(batch.mask.at({0, t}), real ? 1.0 : 0.0);
+    EXPECT_EQ(padded.mask.at({1, t}), real ? 1.0 : 0.0);
     if (!real) {
-      EXPECT_EQ(batch.tokens.at({0, t}), pad);
-      EXPECT_EQ(batch.targets.at({0, t}), kIgnoreIndex);
+      EXPECT_EQ(padded.tokens.at({1, t}), pad);
+      EXPECT_EQ(padded.targets.at({1, t}), kIgnoreIndex);
+    } else {
+      EXPECT_EQ(alone.tokens.at({0, t}), padded.tokens.at({1, t}));
+      EXPECT_EQ(alone.targets.at({0, t}), padded.targets.at({1, t}));
+      EXPECT_EQ(alone.mask.at({0, t}), 1.0);
     }
   }
   EXPECT_EQ(MaskedLmDataset(make_token_stream(tokens), T, WindowMode::kTrain,
