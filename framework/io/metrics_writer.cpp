@@ -13,7 +13,10 @@ namespace rota::io {
 
 std::string metric_record_json(const MetricRecord& record) {
   nlohmann::ordered_json object = nlohmann::ordered_json::object();
-  for (const auto& [key, field] : record) {
+  // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+  for (const auto& entry : record) {
+    const auto& key = entry.first;
+    const auto& field = entry.second;
     ROTA_CHECK(!object.contains(key), "metrics: duplicate key '{}' in one record", key);
     std::visit(
         [&](const auto& v) {
