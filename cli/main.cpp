@@ -1,11 +1,15 @@
 // `rota`: the command-line entry point (train, eval, generate, ablate, bench, data).
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "app/run/exit_codes.h"
+#include "cli/commands/command_checks.h"
 #include "cli/commands/commands.h"
 
 namespace {
@@ -27,6 +31,11 @@ int dispatch(int argc, char** argv) {
        {add_bench_commands(app), add_data_commands(app), add_export_commands(app)}) {
     commands.insert(commands.end(), group.begin(), group.end());
   }
+  // CLI11 says only "A subcommand is required" for `rota trian`: name the word, and the closest.
+  if (const auto unknown = unknown_command_message(app, {argv + 1, argv + argc})) {
+    std::cerr << *unknown << "\n";
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -42,6 +51,9 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Past a file-size limit (ulimit -f), a write fails with EFBIG — reported naming the file, with
+  // appends rolled back to a whole record — instead of SIGXFSZ killing rota mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     return dispatch(argc, argv);
   } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 // `rota ablate ABLATION [--out DIR] [--jobs N] [--eval-batches N]`.
 #include <memory>
 
+#include "cli/commands/command_checks.h"
 #include "cli/commands/commands.h"
 #include "experiments/ablate_run.h"
 
@@ -15,10 +16,10 @@ Command add_ablate_command(CLI::App& app) {
   cmd->add_option("ablation", request->ablation, "Ablation file (.txtpb)")->required();
   cmd->add_option("--out", request->out,
                   "Output directory (default: runs/ablations/<ablation name>)");
-  cmd->add_option("--jobs", request->jobs, "Runs at once (default 1)")->check(CLI::PositiveNumber);
+  cmd->add_option("--jobs", request->jobs, "Runs at once (default 1)")->check(positive_number());
   cmd->add_option("--eval-batches", request->eval_batches,
                   "Evaluate only this many batches per split (0: whole splits; a quick look)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   return {cmd, [request] { return experiments::run_ablate(*request); }};
 }
 

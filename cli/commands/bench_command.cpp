@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "app/run/bench_run.h"
+#include "cli/commands/command_checks.h"
 #include "cli/commands/commands.h"
 
 namespace rota::cli {
@@ -15,8 +16,10 @@ std::vector<Command> add_bench_commands(CLI::App& app) {
       "Time full training steps of a recipe; last line: tokens_per_s=… step_ms=… gflops=… mfu=…");
   train->add_option("recipe", request->recipe, "Recipe file")->required();
   train->add_option("--set", request->overrides, "Override a recipe field (repeatable)");
-  train->add_option("--steps", request->steps, "Timed steps (default 10)");
-  train->add_option("--warmup", request->warmup, "Untimed steps first (default 2)");
+  train->add_option("--steps", request->steps, "Timed steps (default 10)")
+      ->check(positive_number());
+  train->add_option("--warmup", request->warmup, "Untimed steps first (default 2)")
+      ->check(non_negative_number());
   train->add_option(
       "--dtype", request->dtype,
       "Compute precision: f32, or bf16 (bf16 matrix products, f32 weights and optimizer state); "

@@ -4,6 +4,7 @@
 
 #include "app/run/data_run.h"
 #include "app/run/prepare_run.h"
+#include "cli/commands/command_checks.h"
 #include "cli/commands/commands.h"
 
 namespace rota::cli {
@@ -31,9 +32,9 @@ std::vector<Command> add_data_commands(CLI::App& app) {
                       "Tokenizer: a Rota directory, a Hugging Face tokenizer.json or a "
                       "SentencePiece .model (replaces the recipe's tokenizer)");
   prepare->add_option("--shard-mb", request->shard_mb, "Largest shard file in MB (default 256)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   prepare->add_option("--threads", request->threads, "Encoding threads (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   prepare->add_flag("--force", request->force, "Replace a non-empty --out");
 
   auto dir = std::make_shared<std::string>();

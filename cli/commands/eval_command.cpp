@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "app/run/eval_run.h"
+#include "cli/commands/command_checks.h"
 #include "cli/commands/commands.h"
 
 namespace rota::cli {
@@ -16,11 +17,11 @@ Command add_eval_command(CLI::App& app) {
                   "Evaluate on another dataset: a registered corpus (its --split), or a file, "
                   "directory or glob (all of it) read like data.files");
   cmd->add_option("--batches", request->batches, "Evaluate only this many batches (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd->add_option("--context", request->context,
                   "Evaluate windows of N tokens instead of the trained data.sequence_length "
                   "(length extrapolation)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   return {cmd, [request] { return app::run_evaluation(*request); }};
 }
 

@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "app/run/predict_run.h"
+#include "cli/commands/command_checks.h"
 #include "cli/commands/commands.h"
 
 namespace rota::cli {
@@ -23,7 +24,7 @@ Command add_predict_command(CLI::App& app) {
   cmd->add_flag("--tokens", request->token_details,
                 "Language models: list every token with its log-probability");
   cmd->add_option("--batch-size", request->batch_size, "Rows per forward pass (default 32)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   return {cmd, [request] { return app::run_prediction(*request); }};
 }
 

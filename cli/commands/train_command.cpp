@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "app/run/train_run.h"
+#include "cli/commands/command_checks.h"
 #include "cli/commands/commands.h"
 
 namespace rota::cli {
@@ -17,7 +18,7 @@ Command add_train_command(CLI::App& app) {
                 "Continue from the run directory's latest checkpoint (bit-exact)");
   cmd->add_option("--stop-after", request->stop_after,
                   "Stop after this step with a checkpoint (continue later with --resume)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   return {cmd, [request] { return app::run_training(*request); }};
 }
 

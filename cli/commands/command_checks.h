@@ -1,0 +1,36 @@
+// Command-line checks with messages that name what is wrong: number options and unknown words.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace rota::cli {
+
+/// Option validators (`->check(...)`). A failure reads "--context: must be > 0, got -5" (exit
+/// code 2, like every usage error); a value that is not a number at all is left to the option's
+/// own conversion ("Could not convert").
+/// A number >= 0 (counts where 0 means "all" or "none").
+CLI::Validator non_negative_number();
+/// A number > 0.
+CLI::Validator positive_number();
+/// A finite number >= 0 (a float option: "nan", "inf" and negatives are refused).
+CLI::Validator finite_non_negative_number();
+
+/// The word of `words` closest to `word` by edit distance, when it is close enough to be a
+/// likely typo (at most 2 edits, and fewer than the word's length); else nothing.
+std::optional<std::string> closest_word(std::string_view word,
+                                        const std::vector<std::string>& words);
+
+/// For a command line (without the program name) whose command word is not one of `app`'s
+/// subcommands, or of a group's (`rota data lst`): "rota: unknown command 'trian' (did you mean
+/// 'train'?); the commands are train, eval, ...". With no command word where one is required
+/// (`rota`, `rota data`): "rota data: a command is required: list, fetch, ...". Nothing when the
+/// words before the first option or argument are known commands (CLI11 parses the rest).
+std::optional<std::string> unknown_command_message(const CLI::App& app,
+                                                   const std::vector<std::string>& args);
+
+}  // namespace rota::cli
