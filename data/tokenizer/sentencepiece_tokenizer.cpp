@@ -18,7 +18,14 @@ constexpr const char* kModelFile = "spm.model";
 SentencePieceTokenizer::SentencePieceTokenizer(std::string serialized_model)
     : model_(std::move(serialized_model)),
       processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
-  const auto status = processor_->LoadFromSerializedProto(model_);
+  sentencepiece::util::Status status;
+  try {
+    status = processor_->LoadFromSerializedProto(model_);
+  } catch (const std::exception& e) {
+    // Not every malformed model gets a Status: building the unigram trie throws on an empty
+    // piece (Darts::Details::Exception), for one.
+    fail("sentencepiece: cannot load the model: {}", e.what());
+  }
   ROTA_CHECK(status.ok(), "sentencepiece: cannot load the model: {}", status.ToString());
   // Special ids come from the model: a special token is present when its piece is in it.
   for (int i = 0; i < kSpecialTokenKinds; ++i) {
@@ -124,7 +131,7 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(
     const std::filesystem::path& dir) {
   const nlohmann::json config = detail::read_config(dir);
   detail::expect_kind(config, "sentencepiece");
-  auto tokenizer = from_model(read_file(dir / config.value("model_file", kModelFile)));
+  auto tokenizer = from_model(read_file(detail::companion_file(dir, config, "model_file", kModelFile)));
   ROTA_CHECK(tokenizer->vocab_size() == config.value("vocab_size", int64_t{-1}) &&
                  tokenizer->specials() == detail::special_tokens_from_config(config),
              "tokenizer: sentencepiece tokenizer in {}: spm.model does not match tokenizer.json",

@@ -58,6 +58,20 @@ SpecialTokens special_tokens_from_config(const nlohmann::json& config) {
   return specials;
 }
 
+std::filesystem::path companion_file(const std::filesystem::path& dir, const nlohmann::json& config,
+                                     const std::string& key, const std::string& fallback) {
+  if (!config.contains(key)) return dir / fallback;
+  const nlohmann::json& value = config[key];
+  ROTA_CHECK(value.is_string(), "tokenizer: {}: \"{}\" must be a file name",
+             (dir / kTokenizerConfigFile).string(), key);
+  const std::string name = value.get<std::string>();
+  ROTA_CHECK(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+                 name.find('\0') == std::string::npos,
+             "tokenizer: {}: \"{}\" must name a file beside it, not '{}'",
+             (dir / kTokenizerConfigFile).string(), key, name.substr(0, 200));
+  return dir / name;
+}
+
 void expect_kind(const nlohmann::json& config, const std::string& kind) {
   const std::string got = config.at("kind").get<std::string>();
   ROTA_CHECK(got == kind, "tokenizer: expected a '{}' tokenizer, tokenizer.json says '{}'", kind,

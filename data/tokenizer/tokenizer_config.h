@@ -22,6 +22,10 @@ void write_config(const std::filesystem::path& dir, const nlohmann::json& config
 nlohmann::json read_config(const std::filesystem::path& dir);
 /// The "special_tokens" object of a config as a SpecialTokens table.
 SpecialTokens special_tokens_from_config(const nlohmann::json& config);
+/// The companion file `config[key]` names (default `fallback`) inside `dir`: a plain file name,
+/// so that a tokenizer.json cannot make the loader read /dev/zero or a file elsewhere.
+std::filesystem::path companion_file(const std::filesystem::path& dir, const nlohmann::json& config,
+                                     const std::string& key, const std::string& fallback);
 /// Checks that the config is of the expected kind (a clear error otherwise).
 void expect_kind(const nlohmann::json& config, const std::string& kind);
 

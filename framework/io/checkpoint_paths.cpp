@@ -33,24 +33,31 @@ std::optional<int64_t> parse_step(const std::string& name, const std::string& su
   return step;
 }
 
+// A pointer file holds one step directory name; anything longer is not one.
+constexpr uintmax_t kMaxPointerBytes = 4096;
+
 std::optional<std::string> read_pointer_name(const fs::path& run_dir, const std::string& pointer) {
   const fs::path file = checkpoints_dir(run_dir) / pointer;
-  if (!fs::exists(file)) return std::nullopt;
-  std::string text = read_file(file);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
-    text.pop_back();
-  }
-  ROTA_CHECK(!text.empty() && text.find('/') == std::string::npos && text != "." && text != "..",
-             "checkpoint pointer {}: expected the name of a step directory, found '{}'",
-             file.string(), text);
-  return text;
+  std::error_code error;
+  const fs::file_status status = fs::status(file, error);
+  if (status.type() == fs::file_type::not_found) return std::nullopt;
+  ROTA_CHECK(!error && fs::is_regular_file(status),
+             "checkpoint pointer {}: not a regular file (expected a text file naming a step "
+             "directory)",
+             file.string());
+  const uintmax_t size = fs::file_size(file, error);
+  ROTA_CHECK(!error && size <= kMaxPointerBytes,
+             "checkpoint pointer {}: {} bytes, too long for the name of a step directory",
+             file.string(), size);
+  return parse_checkpoint_pointer(read_file(file), file.string());
 }
 
 std::optional<fs::path> follow_pointer(const fs::path& run_dir, const std::string& pointer) {
   const auto name = read_pointer_name(run_dir, pointer);
   if (!name) return std::nullopt;
   const fs::path dir = checkpoints_dir(run_dir) / *name;
-  ROTA_CHECK(fs::is_directory(dir),
+  std::error_code error;
+  ROTA_CHECK(fs::is_directory(dir, error),
              "checkpoint pointer {} names '{}', but {} does not exist (deleted, or the run "
              "directory was copied incompletely)",
              (checkpoints_dir(run_dir) / pointer).string(), *name, dir.string());
@@ -58,6 +65,29 @@ std::optional<fs::path> follow_pointer(const fs::path& run_dir, const std::strin
 }
 
 }  // namespace
+
+std::string parse_checkpoint_pointer(std::string_view text, const std::string& file) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
+    text.remove_suffix(1);
+  }
+  const std::string name(text);
+  // Exactly the name checkpoint_dir_name writes: no extra leading zeros (which could make the
+  // name longer than a file name may be).
+  const std::optional<int64_t> step = parse_step(name, "");
+  if (!step || name != checkpoint_dir_name(*step)) {
+    // Shown escaped and cut short: the file may hold anything.
+    constexpr size_t kShown = 64;
+    std::string shown;
+    for (const char c : text.substr(0, kShown)) {
+      const auto byte = static_cast<unsigned char>(c);
+      shown += byte >= 0x20 && byte < 0x7f ? std::string(1, c) : fmt::format("\\x{:02x}", byte);
+    }
+    if (text.size() > kShown) shown += fmt::format("... ({} bytes)", text.size());
+    fail("checkpoint pointer {}: expected the name of a step directory (step_NNNNNN), found '{}'",
+         file, shown);
+  }
+  return name;
+}
 
 std::string checkpoint_dir_name(int64_t step) {
   ROTA_CHECK(step >= 0, "checkpoint_dir_name: negative step {}", step);

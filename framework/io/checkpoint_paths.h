@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,11 @@ std::filesystem::path checkpoints_dir(const std::filesystem::path& run_dir);
 /// Complete step directories of a run (not .tmp/.deleting ones), sorted by step.
 std::vector<std::pair<int64_t, std::filesystem::path>> list_checkpoints(
     const std::filesystem::path& run_dir);
+
+/// The step directory name a pointer file (`checkpoints/latest` or `best`) holds: its text
+/// without trailing line breaks and spaces, which must be a step directory name ("step_000500").
+/// Throws rota::Error naming `file` and showing (the start of) what it found otherwise.
+std::string parse_checkpoint_pointer(std::string_view text, const std::string& file);
 
 /// The checkpoint `checkpoints/latest` names; std::nullopt when the run has no `latest` file
 /// (nothing saved yet). Throws when the file is malformed or names a directory that does not

@@ -191,7 +191,7 @@ SafetensorsContent parse_safetensors(std::string_view bytes, const std::string& 
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(header_text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // syntax, and numbers out of range (406)
     refuse(name, "malformed JSON header: {}", e.what());
   }
   if (!header.is_object()) refuse(name, "the JSON header is not an object");

@@ -4,6 +4,7 @@
 #include "data/tokenizer/sentencepiece_tokenizer.h"
 #include "data/tokenizer/tokenizer_factory.h"
 #include "framework/base/error.h"
+#include "framework/base/file_io.h"
 #include "framework/tensor/random.h"
 #include "tests/data/test_files.h"
 #include "tests/support/expect_error.h"
@@ -153,6 +154,18 @@ TEST(SentencePiece, TrainingErrorsAreClear) {
   options.specials = {SpecialToken::kEos};
   EXPECT_THROW(SentencePieceTokenizer::train(training_text(), options), Error);  // no <unk>
   EXPECT_THROW(SentencePieceTokenizer::train("\n \n", SentencePieceOptions{}), Error);
+}
+
+// Found by fuzz/sentencepiece_fuzzer: on some malformed unigram models the library throws
+// (Darts::Details::Exception, "zero-length key", while building its trie) instead of returning a
+// Status; it escaped as a foreign exception. The input is kept in the fuzzer's seed corpus.
+TEST(SentencePiece, MalformedModelsAreClearErrors) {
+  const std::string crash = read_file(std::filesystem::path(ROTA_SOURCE_DIR) / "fuzz" / "corpus" /
+                                      "sentencepiece_fuzzer" / "crash-darts-exception");
+  expect_error([&] { SentencePieceTokenizer::from_model(crash); },
+               {"sentencepiece: cannot load the model", "zero-length key"});
+  expect_error([] { SentencePieceTokenizer::from_model("not a model"); },
+               "sentencepiece: cannot load the model");
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "data/tokenizer/byte_tokenizer.h"
 #include "data/tokenizer/char_tokenizer.h"
 #include "data/tokenizer/tokenizer_factory.h"
@@ -217,6 +219,40 @@ TEST(LoadTokenizer, RejectsMissingOrForeignDirectories) {
   expect_error([&] { load_tokenizer(dir.path()); }, "version 99");
   testing::write_bytes(dir / "tokenizer.json", "not json");
   EXPECT_THROW(load_tokenizer(dir.path()), Error);
+}
+
+// Found by fuzz/rota_tokenizer_fuzzer: a field missing or of the wrong type escaped the loaders
+// as nlohmann::json's exceptions instead of rota::Error.
+TEST(LoadTokenizer, MissingOrMistypedFieldsAreClearErrors) {
+  TempDir dir;
+  const std::string head = R"({"format": "rota.tokenizer", "version": 1, )";
+  for (const std::string rest :
+       {R"("kind": "char", "vocab_size": 3})",                          // no characters
+        R"("kind": "char", "characters": ["a"], "vocab_size": 1})",     // not code points
+        R"("kind": "byte", "vocab_size": "256"})",                      // a string size
+        R"("kind": "byte", "special_tokens": {"<unk>": "x"}, "vocab_size": 257})"}) {
+    testing::write_bytes(dir / "tokenizer.json", head + rest);
+    testing::write_bytes(dir / "vocab.txt", "a\nb\n");
+    expect_error([&] { load_tokenizer(dir.path()); },
+                 {"tokenizer.json", "a field is missing or malformed"});
+  }
+}
+
+// A tokenizer.json names its companion file (vocab.txt, spm.model); only a file beside it is
+// read, never /dev/zero (a hang) or a file elsewhere.
+TEST(LoadTokenizer, CompanionFilesStayInTheDirectory) {
+  TempDir dir;
+  for (const std::string name : {"/dev/zero", "../vocab.txt", ".", "", "sub/vocab.txt"}) {
+    const nlohmann::json config = {{"format", "rota.tokenizer"}, {"version", 1},
+                                   {"kind", "word"},           {"vocab_size", 2},
+                                   {"vocab_file", name}};
+    testing::write_bytes(dir / "tokenizer.json", config.dump());
+    expect_error([&] { load_tokenizer(dir.path()); }, {"\"vocab_file\" must name a file beside it"});
+  }
+  testing::write_bytes(dir / "tokenizer.json",
+                       R"({"format": "rota.tokenizer", "version": 1, "kind": "sentencepiece",
+                           "model_file": 7})");
+  expect_error([&] { load_tokenizer(dir.path()); }, {"\"model_file\" must be a file name"});
 }
 
 TEST(TokenizerFactory, BuildsEachKindWithDefaults) {

@@ -342,6 +342,38 @@ TEST_F(CheckpointRefuses, LatestPointingNowhere) {
   rota::testing::expect_error([&] { find_latest(run_.path()); }, {"does not exist"});
 }
 
+// A pointer is exactly a step directory name; anything else (binary, huge, a directory) is
+// refused with rota::Error showing a bounded, printable excerpt (fuzz/checkpoint_pointer_fuzzer
+// runs the parser on arbitrary bytes).
+TEST(CheckpointPointer, AcceptsOnlyStepDirectoryNames) {
+  EXPECT_EQ(parse_checkpoint_pointer("step_000500\n", "latest"), "step_000500");
+  EXPECT_EQ(parse_checkpoint_pointer("step_1234567 \r\n", "latest"), "step_1234567");
+  // Found by fuzz/checkpoint_pointer_fuzzer: "step_" and 300 zeros named a directory whose
+  // name is too long, and fs::is_directory threw std::filesystem_error. Only the name
+  // checkpoint_dir_name writes is accepted now.
+  for (const std::string bad :
+       {std::string(""), std::string("\n"), std::string("other"), std::string("step_"),
+        std::string("step_12a"), std::string("step_99999999999999999999999"),
+        std::string("step_1\nstep_2"), std::string(".."), std::string("step_1"),
+        "step_" + std::string(300, '0') + "1"}) {
+    rota::testing::expect_error([&] { parse_checkpoint_pointer(bad, "RUN/latest"); },
+                                {"checkpoint pointer RUN/latest", "expected the name of a step"});
+  }
+  rota::testing::expect_error(
+      [] { parse_checkpoint_pointer(std::string("\x01\xff") + std::string(5000, 'x'), "latest"); },
+      {"\\x01\\xff", "(5002 bytes)"});
+}
+
+TEST_F(CheckpointRefuses, LatestThatIsNotASmallRegularFile) {
+  const fs::path latest = checkpoints_dir(run_.path()) / "latest";
+  fs::remove(latest);
+  fs::create_directories(latest);
+  rota::testing::expect_error([&] { find_latest(run_.path()); }, {"latest", "not a regular file"});
+  fs::remove_all(latest);
+  write_bytes(latest, std::string(100000, 's'));
+  rota::testing::expect_error([&] { find_latest(run_.path()); }, {"latest", "too long"});
+}
+
 TEST(Checkpoint, RefusesBadExtraFileNames) {
   TempDir run;
   for (const char* name : {"model.safetensors", "a/b", "", "x.tmp", ".."}) {

@@ -225,6 +225,19 @@ TEST(SafetensorsRefuses, MalformedJson) {
   expect_refused(make_file({{"__metadata__", {{"k", 1}}}}, ""), "is not a string");
 }
 
+// Found by fuzz/safetensors_fuzzer: a number too large for a double is JSON nlohmann refuses
+// with out_of_range (not parse_error); it escaped as a foreign exception.
+TEST(SafetensorsRefuses, NumberOutOfRangeInTheHeader) {
+  for (const std::string number : {"1e999", "-1e999", "55e555555555555555555555"}) {
+    std::string text = R"({"a":{"dtype":"F32","shape":[)" + number + R"(],"data_offsets":[0,4]}})";
+    text.append((8 - text.size() % 8) % 8, ' ');
+    std::string bytes(8, '\0');
+    const uint64_t n = text.size();
+    std::memcpy(bytes.data(), &n, 8);
+    expect_refused(bytes + text + std::string(4, '\0'), "malformed JSON header");
+  }
+}
+
 TEST(SafetensorsRefuses, UnknownDtype) {
   expect_refused(make_file({{"a", {{"dtype", "F16"}, {"shape", {2}}, {"data_offsets", {0, 4}}}}},
                            std::string(4, '\0')),
