@@ -3,6 +3,8 @@
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
 PACKAGES   := g++ cmake ninja-build pkg-config libdnnl-dev libprotobuf-dev protobuf-compiler \
               libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev libsentencepiece-dev \
@@ -10,7 +12,10 @@ PACKAGES   := g++ cmake ninja-build pkg-config libdnnl-dev libprotobuf-dev proto
               python3-numpy libopenmpi-dev openmpi-bin libpcre2-dev libicu-dev \
               python3-dev pybind11-dev python3-venv python3-setuptools python3-wheel python3-torch
 
-.PHONY: deps configure build train test test-asan bench format clean
+# `make fuzz` also needs clang with libFuzzer and its OpenMP runtime.
+FUZZ_PACKAGES := clang-14 libclang-rt-14-dev libomp-14-dev
+
+.PHONY: deps configure build train test test-asan fuzz bench format clean
 
 # Installs only what is missing, so a machine that has everything does not touch apt.
 deps:
@@ -48,6 +53,16 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && $(TEST_ENV) ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -LE slow
 
+# libFuzzer targets (fuzz/, docs/testing.md "Fuzzing"), built with clang, ASan and UBSan, each
+# run for FUZZ_SECONDS from its seed corpus; fails on any crash, leak, timeout or OOM.
+fuzz:
+	@$(MAKE) --no-print-directory deps PACKAGES="$(PACKAGES) $(FUZZ_PACKAGES)"
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DROTA_FUZZ=ON \
+	  -DROTA_BUILD_TESTS=OFF -DROTA_BUILD_BENCH=OFF -DROTA_BUILD_PYTHON=OFF -DROTA_WITH_MPI=OFF > /dev/null
+	cmake --build $(FUZZ_BUILD) --target rota_fuzzers -j $(JOBS)
+	fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 bench: build
 	@for b in $(BUILD)/bench/*_bench; do echo "== $$b"; OMP_NUM_THREADS=$(JOBS) $$b; done
 
@@ -55,4 +70,4 @@ format:
 	@git ls-files '*.h' '*.cpp' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
