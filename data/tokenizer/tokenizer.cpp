@@ -25,19 +25,19 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& dir) {
     if (is_huggingface_tokenizer_json(text))
       return HuggingFaceTokenizer::from_json(std::move(text), file.string());
   }
-  const std::string kind = detail::read_config(dir).at("kind").get<std::string>();
   // The loaders read fields with nlohmann's checked accessors: a field missing or of the wrong
   // type (a string where a number belongs) throws json::exception, reported as a bad file.
   try {
+    const std::string kind = detail::read_config(dir).at("kind").get<std::string>();
     if (kind == "byte") return ByteTokenizer::load(dir);
     if (kind == "char") return CharTokenizer::load(dir);
     if (kind == "word") return WordTokenizer::load(dir);
     if (kind == "sentencepiece") return SentencePieceTokenizer::load(dir);
+    fail("tokenizer: {} has unknown kind '{}' (known: byte, char, word, sentencepiece)",
+         file.string(), kind);
   } catch (const nlohmann::json::exception& e) {
     fail("tokenizer: {}: a field is missing or malformed: {}", file.string(), e.what());
   }
-  fail("tokenizer: {} has unknown kind '{}' (known: byte, char, word, sentencepiece)",
-       (dir / kTokenizerConfigFile).string(), kind);
 }
 
 }  // namespace rota::data

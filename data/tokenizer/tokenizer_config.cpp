@@ -35,10 +35,14 @@ nlohmann::json read_config(const std::filesystem::path& dir) {
   } catch (const nlohmann::json::exception& e) {
     fail("tokenizer: {} is not valid JSON: {}", path.string(), e.what());
   }
-  ROTA_CHECK(config.is_object() && config.value("format", "") == kTokenizerFormat,
+  // value() throws when the field has another type: check the types first.
+  ROTA_CHECK(config.is_object() && config.contains("format") && config["format"].is_string() &&
+                 config["format"].get<std::string>() == kTokenizerFormat,
              "tokenizer: {} is not a Rota tokenizer (format tag '{}' expected)", path.string(),
              kTokenizerFormat);
-  const int version = config.value("version", -1);
+  ROTA_CHECK(config.contains("version") && config["version"].is_number_integer(),
+             "tokenizer: {} has no integer \"version\"", path.string());
+  const int64_t version = config["version"].get<int64_t>();
   ROTA_CHECK(version == kTokenizerFormatVersion,
              "tokenizer: {} has format version {}, this build reads version {}", path.string(),
              version, kTokenizerFormatVersion);

@@ -219,6 +219,13 @@ TEST(LoadTokenizer, RejectsMissingOrForeignDirectories) {
   expect_error([&] { load_tokenizer(dir.path()); }, "version 99");
   testing::write_bytes(dir / "tokenizer.json", "not json");
   EXPECT_THROW(load_tokenizer(dir.path()), Error);
+  // Found by fuzz/rota_tokenizer_fuzzer: a format or version of the wrong type threw
+  // nlohmann::json's type_error from the header check.
+  testing::write_bytes(dir / "tokenizer.json", R"({"format": 1, "version": 1, "kind": "byte"})");
+  expect_error([&] { load_tokenizer(dir.path()); }, "not a Rota tokenizer");
+  testing::write_bytes(dir / "tokenizer.json",
+                       R"({"format": "rota.tokenizer", "version": "1", "kind": "byte"})");
+  expect_error([&] { load_tokenizer(dir.path()); }, "no integer \"version\"");
 }
 
 // Found by fuzz/rota_tokenizer_fuzzer: a field missing or of the wrong type escaped the loaders
