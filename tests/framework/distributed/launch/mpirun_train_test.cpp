@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "framework/base/directory_lock.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
 #include "tests/framework/distributed/launch/child_process.h"
@@ -349,6 +350,27 @@ TEST(MpirunTrain, RecipeErrorsOfEveryRankAreReportedOnceWithoutAnAbort) {
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_EQ(count_of(result.output, "train.keep_checkpoints: must be"), 1u) << result.output;
   EXPECT_EQ(result.output.find("MPI_ABORT"), std::string::npos) << result.output;
+}
+
+// Only rank 0 writes into the run directory, so only rank 0 locks it (RUN/.lock); when another
+// process holds it, every rank stops with exit code 1 and the message appears once, no abort.
+TEST(MpirunTrain, ABusyRunDirectoryIsRefusedOnceOnEveryRankAndAFreeOneIsLockedByRankZero) {
+  TempDir tmp;
+  const fs::path dir = tmp / "run";
+  {
+    const DirectoryLock held(dir);
+    const ChildResult result =
+        run(mpirun(2, train_args("tiny_causal_lm", dir, kShortRun)), tmp / "busy.log");
+    EXPECT_EQ(result.exit_code, 1) << result.output;
+    EXPECT_EQ(count_of(result.output, dir.string() + " is in use by "), 1u) << result.output;
+    EXPECT_NE(result.output.find("(pid " + std::to_string(::getpid()) + " on "), std::string::npos)
+        << result.output;
+    EXPECT_EQ(result.output.find("MPI_ABORT"), std::string::npos) << result.output;
+    EXPECT_FALSE(fs::exists(dir / "train.log"));
+  }
+  expect_success(mpirun(2, train_args("tiny_causal_lm", dir, kShortRun)), tmp / "free.log");
+  EXPECT_TRUE(fs::exists(dir / ".lock"));
+  EXPECT_TRUE(io::find_latest(dir).has_value());
 }
 
 }  // namespace
