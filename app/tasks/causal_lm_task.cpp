@@ -48,7 +48,10 @@ train::Metrics CausalLmTask::evaluate_split(const std::string& split, int64_t ma
   const LmLossTotals totals = lm_loss_totals(
       communicator(), loader, max_batches,
       [&](const std::vector<int64_t>& indices) { return dataset.batch(indices); },
-      [&](const data::LmBatch& batch) { return model_->loss(batch.tokens, batch.targets).item(); });
+      [&](const data::LmBatch& batch) {
+        check_batch_memory(batch.tokens);
+        return model_->loss(batch.tokens, batch.targets).item();
+      });
   const int64_t targets = totals.targets;
   ROTA_CHECK(targets > 0, "eval: the {} split has no targets", split);
   const double loss = totals.loss_sum / static_cast<double>(targets);

@@ -23,6 +23,7 @@ CheckpointTask load_checkpoint_task(const std::string& run_or_checkpoint, int64_
   apply_thread_setting(inputs.recipe);
   inputs.tokenizer = obtain_tokenizer(inputs.recipe, result.checkpoint_dir, inputs.data_options);
   inputs.checkpoint = result.checkpoint_dir;
+  inputs.inference = true;
   result.task = make_task(std::move(inputs));
   result.task->model().load_state_dict(checkpoint.model, /*strict=*/true);
   result.task->model().eval();

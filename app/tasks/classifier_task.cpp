@@ -167,6 +167,7 @@ train::Metrics ClassifierTask::evaluate_split(const std::string& split, int64_t 
     const data::ClassificationBatch batch = dataset.batch(indices);
     const int64_t n = batch.labels.numel();
     if (n == 0) continue;
+    check_batch_memory(batch.tokens);
     const Variable logits = model_->forward(batch.tokens, batch.mask);  // [B, C]
     sums.set(b, {{cross_entropy(logits, batch.labels).item() * static_cast<double>(n)}});
     const Tensor scores = logits.data().contiguous();

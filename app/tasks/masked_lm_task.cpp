@@ -54,6 +54,7 @@ train::Metrics MaskedLmTask::evaluate_split(const std::string& split, int64_t ma
       // Epoch 0: the same corruption at every evaluation, so numbers are comparable.
       [&](const std::vector<int64_t>& indices) { return dataset.batch(indices, /*epoch=*/0); },
       [&](const data::LmBatch& batch) {
+        check_batch_memory(batch.tokens);
         return model_->loss(batch.tokens, batch.targets, batch.mask).item();
       });
   const int64_t targets = totals.targets;

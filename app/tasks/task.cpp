@@ -57,6 +57,32 @@ Task::Task(TaskInputs inputs) : inputs_(std::move(inputs)), seeds_(inputs_.recip
   dropout_gen_ =
       std::make_shared<Generator>(rank_dropout_seed(seeds_.dropout, communicator().rank()));
   model_options_ = model_options_from_recipe(inputs_.recipe, inputs_.tokenizer->vocab_size());
+  check_model_memory();
+}
+
+void Task::check_batch_memory(const Tensor& tokens) const {
+  const int64_t batch = tokens.size(0), width = tokens.size(1);
+  if (batch * width <= checked_batch_tokens_) return;
+  check_memory_budget(models::inference_memory(model_options_, batch, width), inputs_.memory,
+                      inputs_.recipe, "evaluation", batch, width);
+  checked_batch_tokens_ = batch * width;
+}
+
+void Task::check_model_memory() const {
+  const recipes::Recipe& r = inputs_.recipe;
+  const int64_t length = r.data().sequence_length();
+  if (inputs_.inference) {
+    // The weights now; the activations of each evaluation batch when its width is known
+    // (check_batch_memory): a window is never wider than the split it comes from.
+    check_memory_budget(models::inference_memory(model_options_, 0, length), inputs_.memory, r,
+                        "loading the model", 0, length);
+    return;
+  }
+  const int64_t per_step =
+      std::max<int64_t>(1, r.train().gradient_accumulation()) * communicator().world_size();
+  const int64_t micro_batch = std::max<int64_t>(1, r.data().batch_size() / per_step);
+  check_memory_budget(models::training_memory(model_options_, micro_batch, length), inputs_.memory,
+                      r, "training", micro_batch, length);
 }
 
 Task::~Task() = default;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "app/setup/memory_budget.h"
 #include "data/corpus/corpus.h"
 #include "data/loader/batch_loader.h"
 #include "data/loader/loader_cursor.h"
@@ -51,6 +52,11 @@ struct TaskInputs {
   /// The checkpoint being resumed or evaluated, if any: data files saved with it (labels.json)
   /// are read from there rather than derived again from the training data.
   std::optional<std::filesystem::path> checkpoint;
+  /// What the model is built for, which decides the memory estimate checked before it is
+  /// built (models/memory_estimate.h): training (weights, gradients, AdamW state, saved
+  /// activations) or inference (eval, predict, generate: weights and one forward pass).
+  bool inference = false;
+  MemoryBudget memory;  // default: the memory available when the task is built
 };
 
 /// A TrainingTask that can also evaluate any split of its corpus. Training data is prepared
@@ -130,8 +136,17 @@ class Task : public train::TrainingTask {
   RunSeeds seeds_;
   std::shared_ptr<Generator> dropout_gen_;
 
+  /// Refuses (recipes::RecipeError) an evaluation batch [B, W] whose forward pass would need
+  /// more memory than the budget, before it runs.
+  void check_batch_memory(const Tensor& tokens) const;
+
  private:
+  /// Refuses (recipes::RecipeError) a model whose estimated memory for its use exceeds the
+  /// budget of its inputs, before anything of it is allocated.
+  void check_model_memory() const;
+
   std::unique_ptr<data::Corpus> corpus_;
+  mutable int64_t checked_batch_tokens_ = 0;  // the largest batch check_batch_memory passed
 };
 
 /// Why data.batch_size does not split into train.gradient_accumulation × `ranks` equal

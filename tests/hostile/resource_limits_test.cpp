@@ -1,0 +1,74 @@
+// Models and windows too large for the machine are refused before allocation, naming the fields
+// and the estimate (exit code 2), instead of allocating until killed or a bare bad_alloc; a huge
+// --context over a short split costs what the split costs.
+#include <sys/resource.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "framework/base/file_io.h"
+#include "tests/support/program.h"
+#include "tests/support/temp_dir.h"
+
+namespace rota {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kTiny = std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb";
+
+testing::CommandResult rota(const std::string& arguments) {
+  return testing::run_command("OMP_NUM_THREADS=1 timeout 120 " + testing::built_rota() + " " +
+                              arguments);
+}
+
+void expect_refused(const testing::CommandResult& r, const std::vector<std::string>& needles) {
+  EXPECT_EQ(r.code, 2) << r.output;
+  for (const std::string& needle : needles) {
+    EXPECT_NE(r.output.find(needle), std::string::npos) << "no '" << needle << "' in\n" << r.output;
+  }
+}
+
+TEST(ResourceLimits, TooManyLayersAreRefusedWithTheEstimate) {
+  testing::TempDir dir;
+  expect_refused(
+      rota("train " + kTiny + " --out " + (dir / "run").string() + " --set model.layers=100000"),
+      {"model: training needs about", "GB", "through 100000 layers", "model.layers (100000)",
+       "available"});
+  EXPECT_FALSE(fs::exists(dir / "run" / "checkpoints"));
+}
+
+TEST(ResourceLimits, HugeWidthsAreRefusedNamingTheFields) {
+  testing::TempDir dir;
+  expect_refused(rota("train " + kTiny + " --out " + (dir / "a").string() +
+                      " --set model.width=1000000000 --set model.heads=2"),
+                 {"model: training needs about", "model.width (1000000000)"});
+  expect_refused(rota("train " + kTiny + " --out " + (dir / "b").string() +
+                      " --set model.ffn_width=2000000000"),
+                 {"model: training needs about", "model.ffn_width (2000000000)"});
+}
+
+TEST(ResourceLimits, AHugeContextOverAShortSplitStaysSmall) {
+  testing::TempDir dir;
+  const std::string run = (dir / "run").string();
+  ASSERT_EQ(rota("train " + kTiny + " --out " + run + " --set train.steps=2").code, 0);
+  const testing::CommandResult normal = rota("eval " + run + " --split valid --context 100000");
+  ASSERT_EQ(normal.code, 0) << normal.output;
+  const testing::CommandResult huge = rota("eval " + run + " --split valid --context 10000000");
+  ASSERT_EQ(huge.code, 0) << huge.output;
+  // The same single window (the whole split) scores the same...
+  const std::string loss = normal.output.substr(normal.output.rfind("loss="), 16);
+  EXPECT_NE(huge.output.find(loss), std::string::npos) << loss << "\n" << huge.output;
+  // ...in bounded memory: the largest child so far (this test's processes only) stays far from
+  // the ~20 GB a 10M-token window of this model needs.
+  rusage usage{};
+  ASSERT_EQ(getrusage(RUSAGE_CHILDREN, &usage), 0);
+  EXPECT_LT(usage.ru_maxrss, 1024L * 1024L) << "peak RSS " << usage.ru_maxrss << " KB";
+}
+
+}  // namespace
+}  // namespace rota

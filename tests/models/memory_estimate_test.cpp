@@ -1,0 +1,153 @@
+// The analytic memory estimate: exact parameter counts against built models, and its scaling.
+#include "models/memory_estimate.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "models/language_models.h"
+
+namespace rota::models {
+namespace {
+
+struct Case {
+  std::string name;
+  ModelOptions options;
+};
+
+ModelOptions base(ModelKind kind) {
+  ModelOptions o;
+  o.kind = kind;
+  o.vocab_size = 37;
+  o.dim = 12;
+  o.layers = 3;
+  o.heads = 3;
+  o.ffn_dim = 20;
+  o.dropout = 0.0;
+  o.num_classes = 5;
+  return o;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> all;
+  for (ModelKind kind : {ModelKind::kCausalLm, ModelKind::kMaskedLm, ModelKind::kClassifier}) {
+    const std::string k = kind == ModelKind::kCausalLm   ? "causal"
+                          : kind == ModelKind::kMaskedLm ? "masked"
+                                                         : "classifier";
+    auto add = [&](const std::string& name, ModelOptions o) { all.push_back({k + "_" + name, o}); };
+    ModelOptions o = base(kind);
+    add("lrpe2_householder", o);
+    for (backend::LrpeCore core : {backend::LrpeCore::kUnitary, backend::LrpeCore::kPermutation}) {
+      for (backend::LrpeP p : {backend::LrpeP::kIdentity, backend::LrpeP::kHouseholder,
+                               backend::LrpeP::kOddEven}) {
+        nn::LrpeOptions lrpe;
+        lrpe.core = core;
+        lrpe.p = p;
+        o = base(kind);
+        o.position = lrpe;
+        add("lrpe_core" + std::to_string(static_cast<int>(core)) + "_p" +
+                std::to_string(static_cast<int>(p)),
+            o);
+      }
+    }
+    o = base(kind);
+    o.position = nn::RopePosition{};
+    o.attention.norm = nn::LinearAttentionNorm::kRmsNorm;
+    add("rope_rms", o);
+    o = base(kind);
+    o.position = nn::PermuteFormerPosition{};
+    o.final_norm = false;
+    add("permute_former_no_final_norm", o);
+    o = base(kind);
+    o.position = nn::LearnedPosition{40};
+    o.norm_placement = NormPlacement::kPost;
+    add("learned_post_norm", o);
+    o = base(kind);
+    o.position = nn::SinusoidalPosition{};
+    o.tie_embeddings = false;
+    add("sinusoidal_untied", o);
+    o = base(kind);
+    o.position = nn::NoPosition{};
+    o.attention.norm = nn::LinearAttentionNorm::kDenominator;
+    o.attention.feature_map = nn::FeatureMap::kRelu;
+    add("denominator", o);
+    // Softmax attention with every table-carrying encoding.
+    auto softmax = [&](const std::string& name, nn::PositionEncoding position) {
+      ModelOptions s = base(kind);
+      s.attention_family = AttentionFamily::kSoftmax;
+      s.position = position;
+      add("softmax_" + name, s);
+    };
+    softmax("rope", nn::RopePosition{});
+    softmax("alibi", nn::AlibiPosition{});
+    softmax("t5", nn::T5Position{8, 30, std::nullopt});
+    nn::ShawPosition shaw;
+    shaw.clip = 3;
+    shaw.clip_left = 5;
+    shaw.values = true;
+    softmax("shaw_values", shaw);
+    softmax("xl", nn::TransformerXlPosition{});
+    nn::TransformerXlPosition xl;
+    xl.pe_dim = 8;
+    softmax("xl_pe8", xl);
+    softmax("skew", nn::SkewPosition{9, false});
+    softmax("skew_per_head", nn::SkewPosition{9, true});
+  }
+  return all;
+}
+
+double built_parameter_count(const ModelOptions& o) {
+  Generator gen(1);
+  std::shared_ptr<nn::Module> model;
+  switch (o.kind) {
+    case ModelKind::kCausalLm:
+      model = std::make_shared<CausalLm>(o, gen, std::make_shared<Generator>(2));
+      break;
+    case ModelKind::kMaskedLm:
+      model = std::make_shared<MaskedLm>(o, gen, std::make_shared<Generator>(2));
+      break;
+    case ModelKind::kClassifier:
+      model = std::make_shared<Classifier>(o, gen, std::make_shared<Generator>(2));
+      break;
+  }
+  double count = 0;
+  for (const auto& [name, parameter] : model->named_parameters()) {
+    count += static_cast<double>(parameter.data().numel());
+  }
+  return count;
+}
+
+TEST(MemoryEstimate, ParameterCountIsExactForEveryKindAndEncoding) {
+  for (const Case& c : cases()) {
+    EXPECT_EQ(parameter_count(c.options), built_parameter_count(c.options)) << c.name;
+  }
+}
+
+TEST(MemoryEstimate, TrainingAddsStateAndActivationsThatScaleWithTokensAndLayers) {
+  const ModelOptions o = base(ModelKind::kCausalLm);
+  const MemoryEstimate one = training_memory(o, 4, 64);
+  EXPECT_DOUBLE_EQ(one.parameter_bytes, 4.0 * one.parameters);
+  EXPECT_DOUBLE_EQ(one.state_bytes, 12.0 * one.parameters);  // gradient + two AdamW moments
+  EXPECT_DOUBLE_EQ(training_memory(o, 8, 64).activation_bytes, 2.0 * one.activation_bytes);
+  ModelOptions deeper = o;
+  deeper.layers = 6;
+  EXPECT_GT(training_memory(deeper, 4, 64).activation_bytes, 1.9 * one.activation_bytes);
+  ModelOptions bf16 = o;
+  bf16.dtype = DType::kBF16;
+  EXPECT_DOUBLE_EQ(training_memory(bf16, 4, 64).state_bytes, 14.0 * one.parameters);
+  // Inference keeps no state and far fewer activations than training.
+  const MemoryEstimate inference = inference_memory(o, 4, 64);
+  EXPECT_EQ(inference.state_bytes, 0.0);
+  EXPECT_LT(inference.activation_bytes, one.activation_bytes / 2);
+  // Softmax attention's scores grow with the sequence: per token, linearly in N.
+  ModelOptions softmax = o;
+  softmax.attention_family = AttentionFamily::kSoftmax;
+  softmax.position = nn::NoPosition{};
+  const double short_per_token = training_memory(softmax, 1, 64).activation_bytes / 64;
+  const double long_per_token = training_memory(softmax, 1, 1024).activation_bytes / 1024;
+  EXPECT_GT(long_per_token, 2.0 * short_per_token);
+}
+
+}  // namespace
+}  // namespace rota::models
