@@ -39,8 +39,8 @@ std::vector<Case> cases() {
     ModelOptions o = base(kind);
     add("lrpe2_householder", o);
     for (backend::LrpeCore core : {backend::LrpeCore::kUnitary, backend::LrpeCore::kPermutation}) {
-      for (backend::LrpeP p : {backend::LrpeP::kIdentity, backend::LrpeP::kHouseholder,
-                               backend::LrpeP::kOddEven}) {
+      for (backend::LrpeP p :
+           {backend::LrpeP::kIdentity, backend::LrpeP::kHouseholder, backend::LrpeP::kOddEven}) {
         nn::LrpeOptions lrpe;
         lrpe.core = core;
         lrpe.p = p;
