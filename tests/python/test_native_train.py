@@ -2,6 +2,7 @@
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import unittest
@@ -10,7 +11,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rota  # noqa: E402
-from native_support import TINY, TempDir, cli_train, read_safetensors  # noqa: E402
+from native_support import BINARY, TINY, TempDir, cli_train, read_safetensors  # noqa: E402
 
 STEPS = ["train.steps=8", "train.eval_every=4", "train.checkpoint_every=4", "train.log_every=1"]
 
@@ -118,6 +119,29 @@ class Train(unittest.TestCase):
             rota.train(TMP.join("missing.txtpb"), out=TMP.join("bad2"))
         with self.assertRaises(rota.RecipeError):
             rota.train("model { kind: NOPE }", out=TMP.join("bad3"))
+
+    def test_run_directory_is_locked_while_training(self):
+        # rota.train holds RUN/.lock as `rota train` does: a CLI run into the same directory,
+        # started from the callback, is refused naming this process.
+        out = TMP.join("locked")
+        refusals = []
+
+        def second_writer(info):
+            if info["step"] == 1:
+                refusals.append(subprocess.run(
+                    [BINARY, "train", TINY["causal_lm"], "--out", out, "--resume"],
+                    capture_output=True))
+
+        rota.train(TINY["causal_lm"], STEPS, out=out, callback=second_writer)
+        self.assertEqual(len(refusals), 1)
+        self.assertEqual(refusals[0].returncode, 1)
+        message = refusals[0].stderr.decode(errors="replace")
+        self.assertIn("%s is in use by " % out, message)
+        self.assertIn("(pid %d on " % os.getpid(), message)
+        self.assertEqual(rota.load(out).step, 8)
+        # Released at the end: the next run of the directory goes ahead.
+        subprocess.run([BINARY, "train", TINY["causal_lm"], "--out", out, "--resume",
+                        *sum([["--set", s] for s in STEPS], [])], check=True, capture_output=True)
 
 
 if __name__ == "__main__":
