@@ -13,7 +13,8 @@ int64_t sample_next_token(std::span<const float> logits, double temperature, int
                           Generator& gen) {
   const int64_t vocab = static_cast<int64_t>(logits.size());
   ROTA_CHECK(vocab > 0, "generate: empty logits");
-  ROTA_CHECK(temperature >= 0, "generate: temperature must be >= 0, got {}", temperature);
+  ROTA_CHECK(std::isfinite(temperature) && temperature >= 0,
+             "generate: temperature must be a finite number >= 0, got {}", temperature);
   ROTA_CHECK(top_k >= 0, "generate: top_k must be >= 0, got {}", top_k);
   if (temperature == 0) {
     return std::max_element(logits.begin(), logits.end()) - logits.begin();

@@ -1,6 +1,7 @@
 // `rota generate` (see generate_run.h).
 #include "app/run/generate_run.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "app/run/exit_codes.h"
@@ -17,7 +18,9 @@ namespace rota::app {
 int run_generation(const GenerateRequest& request) {
   io::init_logging_from_env();
   if (request.tokens < 0) throw recipes::RecipeError("--tokens must be >= 0");
-  if (request.temperature < 0) throw recipes::RecipeError("--temperature must be >= 0");
+  if (!(std::isfinite(request.temperature) && request.temperature >= 0)) {
+    throw recipes::RecipeError("--temperature must be a finite number >= 0");
+  }
   if (request.top_k < 0) throw recipes::RecipeError("--top-k must be >= 0");
   CheckpointTask loaded = load_checkpoint_task(request.checkpoint);
   auto* causal = dynamic_cast<CausalLmTask*>(loaded.task.get());

@@ -1,6 +1,8 @@
 // A run opened in-process (see loaded_run.h).
 #include "python/native/loaded_run.h"
 
+#include <cmath>
+
 #include "app/run/prompt.h"
 #include "app/setup/precision_setup.h"
 #include "app/tasks/causal_lm_task.h"
@@ -159,8 +161,8 @@ std::vector<int64_t> LoadedRun::generate(const std::vector<int64_t>& prompt,
              "CAUSAL_LM)",
              loaded_.checkpoint_dir.string());
   ROTA_CHECK(options.tokens >= 0, "generate: max_tokens must be >= 0, got {}", options.tokens);
-  ROTA_CHECK(options.temperature >= 0, "generate: temperature must be >= 0, got {}",
-             options.temperature);
+  ROTA_CHECK(std::isfinite(options.temperature) && options.temperature >= 0,
+             "generate: temperature must be a finite number >= 0, got {}", options.temperature);
   ROTA_CHECK(options.top_k >= 0, "generate: top_k must be >= 0, got {}", options.top_k);
   ROTA_CHECK(!prompt.empty(), "generate: the prompt encodes to no tokens");
   for (int64_t id : prompt) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -359,6 +360,14 @@ TEST(SampleNextToken, TopOneIsArgmaxAtAnyTemperature) {
     for (int draw = 0; draw < 50; ++draw) {
       ASSERT_EQ(models::sample_next_token(tied, temperature, 1, gen), 1);
     }
+  }
+}
+
+TEST(SampleNextToken, RefusesANonFiniteOrNegativeTemperature) {
+  Generator gen(3);
+  const std::vector<float> logits = random_logits(kVocab, 400);
+  for (double temperature : {std::nan(""), std::numeric_limits<double>::infinity(), -0.5}) {
+    EXPECT_THROW(models::sample_next_token(logits, temperature, 0, gen), Error) << temperature;
   }
 }
 
