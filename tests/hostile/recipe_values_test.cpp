@@ -1,6 +1,7 @@
 // Hostile recipe values: each is refused at load time with exit code 2, file:line:col and the
 // field path, before anything is built (non-finite numbers, absurd epochs, threads, a value of
-// the wrong type, a directory as the recipe); a UTF-8 byte order mark is accepted.
+// the wrong type, a directory as the recipe, a tokenizer file of another kind than `kind`); a
+// UTF-8 byte order mark is accepted.
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -78,6 +79,15 @@ TEST(HostileRecipeValues, ADirectoryIsNotARecipe) {
   testing::TempDir dir;
   fs::create_directory(dir / "recipe.txtpb");
   expect_refused(train(dir, dir / "recipe.txtpb"), {"recipe.txtpb: is a directory, not a recipe"});
+}
+
+TEST(HostileRecipeValues, ATokenizerFileOfAnotherKindIsRefused) {
+  testing::TempDir dir;
+  const std::string hf = std::string(ROTA_SOURCE_DIR) + "/tests/golden/tokenizers/gpt2_bpe.json";
+  expect_refused(
+      train(dir, fs::path(kTiny), "--set 'data.tokenizer={kind: WORD path: \"" + hf + "\"}'"),
+      {"data.tokenizer.kind: WORD, but data.tokenizer.path", "HUGGINGFACE"});
+  EXPECT_FALSE(fs::exists(dir / "run" / "checkpoints"));
 }
 
 TEST(HostileRecipeValues, AUtf8ByteOrderMarkIsAccepted) {
