@@ -26,6 +26,7 @@
 #include "framework/distributed/run_guard.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/log.h"
+#include "framework/io/metrics_writer.h"
 #include "models/generation.h"
 #include "recipes/loader.h"
 
@@ -186,6 +187,10 @@ int train_on_this_rank(const TrainRequest& request,
     log_file.emplace(run_dir / io::kTrainLogFile);
     io::log_info("rota train {} -> {} ({} threads{})", request.recipe, run_dir.string(), threads,
                  comm.world_size() > 1 ? fmt::format(" per rank, {}", comm.description()) : "");
+    // Starting from step 0: metrics an earlier run logged here before it was killed, without a
+    // checkpoint, would otherwise precede this run's and log its steps twice (a resume drops
+    // the lines after its checkpoint the same way).
+    if (!latest) io::truncate_metrics_after_step(run_dir / "metrics.jsonl", 0);
   }
   report_precision(matmul_precision());
   TrainingSetup setup = set_up_training(recipe, comm_ptr, latest);

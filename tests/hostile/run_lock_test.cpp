@@ -147,6 +147,32 @@ TEST(RunLock, ALockFileLeftByAKilledRunDoesNotBlock) {
   EXPECT_EQ(lock_holder_pid(dir), 0);
 }
 
+// A run killed before its first checkpoint leaves metrics lines; the next run of the directory
+// starts from step 0 and must not log its steps after them a second time.
+TEST(RunLock, ARestartWithoutACheckpointDropsTheKilledRunsMetrics) {
+  const testing::TempDir tmp(testing::memory_temp_base());
+  const fs::path dir = tmp / "run";
+  fs::create_directories(dir);
+  {
+    std::ofstream stale(dir / "metrics.jsonl");
+    for (int step = 1; step <= 5; ++step) {
+      stale << "{\"step\":" << step << ",\"split\":\"train\",\"loss\":9.0}\n";
+    }
+  }
+  const CommandResult r = rota("train " + kTiny + " --out " + dir.string() +
+                               " --resume --set train.log_every=1 --stop-after 3");
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::istringstream lines(read_file(dir / "metrics.jsonl"));
+  std::string line;
+  std::vector<int64_t> steps;
+  while (std::getline(lines, line)) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.at("split") == "train") steps.push_back(record.at("step").get<int64_t>());
+    EXPECT_NE(record.at("loss"), 9.0) << "a killed run's line survived: " << line;
+  }
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 2, 3}));
+}
+
 TEST(RunLock, AblationDirectoryIsLockedAndItsRunsLockTheirs) {
   const testing::TempDir tmp(testing::memory_temp_base());
   const fs::path out = tmp / "ablation";
