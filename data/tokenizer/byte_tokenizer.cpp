@@ -66,7 +66,7 @@ std::unique_ptr<ByteTokenizer> ByteTokenizer::load(const std::filesystem::path& 
     order.push_back(*kind);
   }
   auto tokenizer = std::make_unique<ByteTokenizer>(order);
-  ROTA_CHECK(tokenizer->vocab_size() == config.value("vocab_size", int64_t{-1}),
+  ROTA_CHECK(tokenizer->vocab_size() == detail::integer_field(config, "vocab_size", -1),
              "tokenizer: byte tokenizer in {}: vocab_size does not match its special tokens",
              dir.string());
   return tokenizer;

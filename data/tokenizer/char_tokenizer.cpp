@@ -184,11 +184,11 @@ std::unique_ptr<CharTokenizer> CharTokenizer::load(const std::filesystem::path& 
   }
   std::vector<std::string> characters;
   for (const auto& number : config.at("characters")) {
-    characters.push_back(number_to_character(number.get<int64_t>()));
+    characters.push_back(number_to_character(detail::integer_value(number, "a character")));
   }
   auto tokenizer =
       std::unique_ptr<CharTokenizer>(new CharTokenizer(specials, std::move(characters)));
-  ROTA_CHECK(tokenizer->vocab_size() == config.value("vocab_size", int64_t{-1}),
+  ROTA_CHECK(tokenizer->vocab_size() == detail::integer_field(config, "vocab_size", -1),
              "tokenizer: char tokenizer in {}: vocab_size does not match its characters",
              dir.string());
   return tokenizer;

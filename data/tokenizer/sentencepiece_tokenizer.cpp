@@ -132,7 +132,7 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(
   const nlohmann::json config = detail::read_config(dir);
   detail::expect_kind(config, "sentencepiece");
   auto tokenizer = from_model(read_file(detail::companion_file(dir, config, "model_file", kModelFile)));
-  ROTA_CHECK(tokenizer->vocab_size() == config.value("vocab_size", int64_t{-1}) &&
+  ROTA_CHECK(tokenizer->vocab_size() == detail::integer_field(config, "vocab_size", -1) &&
                  tokenizer->specials() == detail::special_tokens_from_config(config),
              "tokenizer: sentencepiece tokenizer in {}: spm.model does not match tokenizer.json",
              dir.string());

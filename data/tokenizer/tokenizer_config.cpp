@@ -1,6 +1,9 @@
 // tokenizer.json: the common header of every saved tokenizer.
 #include "data/tokenizer/tokenizer_config.h"
 
+#include <cstdint>
+#include <limits>
+
 #include "framework/base/error.h"
 #include "framework/base/file_io.h"
 
@@ -42,7 +45,7 @@ nlohmann::json read_config(const std::filesystem::path& dir) {
              kTokenizerFormat);
   ROTA_CHECK(config.contains("version") && config["version"].is_number_integer(),
              "tokenizer: {} has no integer \"version\"", path.string());
-  const int64_t version = config["version"].get<int64_t>();
+  const int64_t version = integer_value(config["version"], "\"version\"");
   ROTA_CHECK(version == kTokenizerFormatVersion,
              "tokenizer: {} has format version {}, this build reads version {}", path.string(),
              version, kTokenizerFormatVersion);
@@ -57,9 +60,22 @@ SpecialTokens special_tokens_from_config(const nlohmann::json& config) {
   for (const auto& [text, id] : config["special_tokens"].items()) {
     const auto kind = parse_special_token(text);
     ROTA_CHECK(kind.has_value(), "tokenizer.json: unknown special token '{}'", text);
-    specials.set(*kind, id.get<int64_t>());
+    specials.set(*kind, integer_value(id, "the id of special token " + text));
   }
   return specials;
+}
+
+int64_t integer_value(const nlohmann::json& value, const std::string& what) {
+  ROTA_CHECK(value.is_number_integer() &&
+                 (!value.is_number_unsigned() ||
+                  value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())),
+             "tokenizer.json: {} must be an integer, not {}", what, value.dump().substr(0, 64));
+  return value.get<int64_t>();
+}
+
+int64_t integer_field(const nlohmann::json& config, const std::string& key, int64_t fallback) {
+  if (!config.is_object() || !config.contains(key)) return fallback;
+  return integer_value(config[key], "\"" + key + "\"");
 }
 
 std::filesystem::path companion_file(const std::filesystem::path& dir, const nlohmann::json& config,

@@ -22,6 +22,11 @@ void write_config(const std::filesystem::path& dir, const nlohmann::json& config
 nlohmann::json read_config(const std::filesystem::path& dir);
 /// The "special_tokens" object of a config as a SpecialTokens table.
 SpecialTokens special_tokens_from_config(const nlohmann::json& config);
+/// `value` as an int64: a JSON integer within int64's range, else rota::Error naming `what`
+/// (nlohmann's get<int64_t> casts a float, which is undefined behaviour when out of range).
+int64_t integer_value(const nlohmann::json& value, const std::string& what);
+/// The integer config[key] (checked as above), or `fallback` when the key is absent.
+int64_t integer_field(const nlohmann::json& config, const std::string& key, int64_t fallback);
 /// The companion file `config[key]` names (default `fallback`) inside `dir`: a plain file name,
 /// so that a tokenizer.json cannot make the loader read /dev/zero or a file elsewhere.
 std::filesystem::path companion_file(const std::filesystem::path& dir, const nlohmann::json& config,

@@ -150,7 +150,7 @@ std::unique_ptr<WordTokenizer> WordTokenizer::load(const std::filesystem::path& 
     pos = end + 1;
   }
   auto tokenizer = std::unique_ptr<WordTokenizer>(new WordTokenizer(std::move(tokens)));
-  ROTA_CHECK(tokenizer->vocab_size() == config.value("vocab_size", int64_t{-1}) &&
+  ROTA_CHECK(tokenizer->vocab_size() == detail::integer_field(config, "vocab_size", -1) &&
                  tokenizer->specials() == detail::special_tokens_from_config(config),
              "tokenizer: word tokenizer in {}: vocab.txt does not match tokenizer.json",
              dir.string());

@@ -233,15 +233,31 @@ TEST(LoadTokenizer, RejectsMissingOrForeignDirectories) {
 TEST(LoadTokenizer, MissingOrMistypedFieldsAreClearErrors) {
   TempDir dir;
   const std::string head = R"({"format": "rota.tokenizer", "version": 1, )";
-  for (const std::string rest :
-       {R"("kind": "char", "vocab_size": 3})",                          // no characters
-        R"("kind": "char", "characters": ["a"], "vocab_size": 1})",     // not code points
-        R"("kind": "byte", "vocab_size": "256"})",                      // a string size
-        R"("kind": "byte", "special_tokens": {"<unk>": "x"}, "vocab_size": 257})"}) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"("kind": "char", "vocab_size": 3})", "a field is missing or malformed"},
+      {R"("kind": "char", "characters": ["a"], "vocab_size": 1})", "must be an integer"},
+      {R"("kind": "byte", "vocab_size": "256"})", "must be an integer"},
+      {R"("kind": "byte", "special_tokens": {"<unk>": "x"}, "vocab_size": 257})",
+       "must be an integer"}};
+  for (const auto& [rest, reason] : cases) {
     testing::write_bytes(dir / "tokenizer.json", head + rest);
-    testing::write_bytes(dir / "vocab.txt", "a\nb\n");
-    expect_error([&] { load_tokenizer(dir.path()); },
-                 {"tokenizer.json", "a field is missing or malformed"});
+    expect_error([&] { load_tokenizer(dir.path()); }, {"tokenizer.json", reason});
+  }
+}
+
+// Found by fuzz/rota_tokenizer_fuzzer: get<int64_t> on a JSON float converts by a cast, undefined
+// behaviour out of range (UBSan: 6.67e+19 outside the range of long). Integers are checked now.
+TEST(LoadTokenizer, NumbersMustBeIntegersInRange) {
+  TempDir dir;
+  const std::string head = R"({"format": "rota.tokenizer", "version": 1, )";
+  for (const std::string rest :
+       {R"("kind": "char", "characters": [97, 66666666666666666697], "vocab_size": 2})",
+        R"("kind": "char", "characters": [97.5], "vocab_size": 1})",
+        R"("kind": "byte", "vocab_size": 1e300})",
+        R"("kind": "byte", "vocab_size": 18446744073709551615})",
+        R"("kind": "byte", "special_tokens": {"<unk>": -1e30}, "vocab_size": 257})"}) {
+    testing::write_bytes(dir / "tokenizer.json", head + rest);
+    expect_error([&] { load_tokenizer(dir.path()); }, "must be an integer");
   }
 }
 
