@@ -16,7 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 // Keeps the harness's own parse quiet.
 class Silent : public google::protobuf::io::ErrorCollector {
  public:

@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes = rota::fuzz::as_text(data + 1, size - 1);
   try {
     if (mode % 8 >= 4) {
-      rd::parse_tsv(bytes, {"sentence", "label"}, (mode & 8) ? std::vector<std::string>{"a", "b"}
-                                                             : std::vector<std::string>{});
+      rd::parse_tsv(bytes, {"sentence", "label"},
+                    (mode & 8) ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{});
       return 0;
     }
     static const rd::FileFormat kFormats[] = {rd::FileFormat::kText, rd::FileFormat::kJsonl,

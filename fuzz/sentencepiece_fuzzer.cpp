@@ -9,8 +9,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    const auto tokenizer =
-        rota::data::SentencePieceTokenizer::from_model(std::string(rota::fuzz::as_text(data, size)));
+    const auto tokenizer = rota::data::SentencePieceTokenizer::from_model(
+        std::string(rota::fuzz::as_text(data, size)));
     const std::vector<int64_t> ids = tokenizer->encode("Hello, world!\nÀ bientôt ▁ 123\n");
     tokenizer->decode(ids);
     for (int64_t id = 0; id < std::min<int64_t>(tokenizer->vocab_size(), 8); ++id) {

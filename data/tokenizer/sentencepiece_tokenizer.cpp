@@ -131,7 +131,8 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(
     const std::filesystem::path& dir) {
   const nlohmann::json config = detail::read_config(dir);
   detail::expect_kind(config, "sentencepiece");
-  auto tokenizer = from_model(read_file(detail::companion_file(dir, config, "model_file", kModelFile)));
+  auto tokenizer =
+      from_model(read_file(detail::companion_file(dir, config, "model_file", kModelFile)));
   ROTA_CHECK(tokenizer->vocab_size() == detail::integer_field(config, "vocab_size", -1) &&
                  tokenizer->specials() == detail::special_tokens_from_config(config),
              "tokenizer: sentencepiece tokenizer in {}: spm.model does not match tokenizer.json",

@@ -66,10 +66,11 @@ SpecialTokens special_tokens_from_config(const nlohmann::json& config) {
 }
 
 int64_t integer_value(const nlohmann::json& value, const std::string& what) {
-  ROTA_CHECK(value.is_number_integer() &&
-                 (!value.is_number_unsigned() ||
-                  value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())),
-             "tokenizer.json: {} must be an integer, not {}", what, value.dump().substr(0, 64));
+  ROTA_CHECK(
+      value.is_number_integer() &&
+          (!value.is_number_unsigned() ||
+           value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())),
+      "tokenizer.json: {} must be an integer, not {}", what, value.dump().substr(0, 64));
   return value.get<int64_t>();
 }
 

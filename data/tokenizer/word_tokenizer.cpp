@@ -140,7 +140,8 @@ void WordTokenizer::save(const std::filesystem::path& dir) const {
 std::unique_ptr<WordTokenizer> WordTokenizer::load(const std::filesystem::path& dir) {
   const nlohmann::json config = detail::read_config(dir);
   detail::expect_kind(config, "word");
-  const std::string vocab = read_file(detail::companion_file(dir, config, "vocab_file", kVocabFile));
+  const std::string vocab =
+      read_file(detail::companion_file(dir, config, "vocab_file", kVocabFile));
   std::vector<std::string> tokens;
   size_t pos = 0;
   while (pos < vocab.size()) {

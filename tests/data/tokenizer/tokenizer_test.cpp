@@ -266,11 +266,14 @@ TEST(LoadTokenizer, NumbersMustBeIntegersInRange) {
 TEST(LoadTokenizer, CompanionFilesStayInTheDirectory) {
   TempDir dir;
   for (const std::string name : {"/dev/zero", "../vocab.txt", ".", "", "sub/vocab.txt"}) {
-    const nlohmann::json config = {{"format", "rota.tokenizer"}, {"version", 1},
-                                   {"kind", "word"},           {"vocab_size", 2},
+    const nlohmann::json config = {{"format", "rota.tokenizer"},
+                                   {"version", 1},
+                                   {"kind", "word"},
+                                   {"vocab_size", 2},
                                    {"vocab_file", name}};
     testing::write_bytes(dir / "tokenizer.json", config.dump());
-    expect_error([&] { load_tokenizer(dir.path()); }, {"\"vocab_file\" must name a file beside it"});
+    expect_error([&] { load_tokenizer(dir.path()); },
+                 {"\"vocab_file\" must name a file beside it"});
   }
   testing::write_bytes(dir / "tokenizer.json",
                        R"({"format": "rota.tokenizer", "version": 1, "kind": "sentencepiece",
