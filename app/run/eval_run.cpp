@@ -17,13 +17,15 @@ namespace rota::app {
 int run_evaluation(const EvalRequest& request) {
   io::init_logging_from_env();
   std::string split = request.split.empty() ? "test" : request.split;
-  CheckpointTask loaded =
-      load_checkpoint_task(request.checkpoint, request.context, [&](recipes::Recipe& recipe) {
+  CheckpointTask loaded = load_checkpoint_task(
+      request.checkpoint, request.context,
+      [&](recipes::Recipe& recipe) {
         if (request.data.empty()) return;
         EvalData on_data = recipe_on_data(recipe, request.data, request.split);
         recipe = std::move(on_data.recipe);
         split = on_data.split;
-      });
+      },
+      MemoryBudget{request.max_memory});
   // What is evaluated, as key=value pairs.
   io::log_info("eval: checkpoint={} step={} parameters={} sequence_length={} split={}",
                loaded.checkpoint_dir.string(), loaded.state.step(),

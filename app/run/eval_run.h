@@ -12,6 +12,7 @@ struct EvalRequest {
   std::string data;        // another dataset (eval_data_setup.h); empty: the run's own
   int64_t batches = 0;     // 0: the whole split
   int64_t context = 0;     // tokens per window; 0: the recipe's data.sequence_length
+  int64_t max_memory = 0;  // bytes evaluation may use (--max-memory); 0: what is available
 };
 
 /// Evaluates in the precision the model was trained in and prints

@@ -1,6 +1,7 @@
 // `rota train` orchestration: agreement across ranks, resume, set-up, training, the final report.
 #include "app/run/train_run.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "app/run/shared_tokenizer.h"
 #include "app/run/temp_cleanup.h"
 #include "app/setup/finetune_setup.h"
+#include "app/setup/memory_budget.h"
 #include "app/setup/optimizer_setup.h"
 #include "app/setup/precision_setup.h"
 #include "app/setup/schedule_setup.h"
@@ -28,6 +30,8 @@
 #include "framework/io/log.h"
 #include "framework/io/metrics_writer.h"
 #include "models/generation.h"
+#include "models/memory_estimate.h"
+#include "models/model_flops.h"
 #include "recipes/loader.h"
 
 namespace fs = std::filesystem;
@@ -78,11 +82,12 @@ struct TrainingSetup {
 
 TrainingSetup set_up_training(const recipes::Recipe& recipe,
                               const std::shared_ptr<distributed::Communicator>& comm,
-                              const std::optional<fs::path>& latest) {
+                              const std::optional<fs::path>& latest, const MemoryBudget& memory) {
   TrainingSetup setup;
   TaskInputs inputs;
   inputs.recipe = recipe;
   inputs.communicator = comm;
+  inputs.memory = memory;
   inputs.tokenizer = shared_tokenizer(*comm, recipe, latest, inputs.data_options);
   inputs.checkpoint = latest;
   setup.task = make_task(std::move(inputs));
@@ -158,6 +163,55 @@ recipes::Recipe load_request_recipe(distributed::Communicator& comm, const Train
   return recipes::load_recipe_text(request.recipe_text, request.recipe, request.overrides);
 }
 
+// --dry-run: everything `rota train` checks and builds before its first step, reported, then
+// one forward pass of the first micro-batch; nothing is written into the run directory.
+int dry_run(const recipes::Recipe& recipe, const std::shared_ptr<distributed::Communicator>& comm,
+            const TrainRequest& request, const fs::path& run_dir) {
+  const bool root = comm->rank() == 0;
+  TrainingSetup setup =
+      set_up_training(recipe, comm, std::nullopt, MemoryBudget{request.max_memory});
+  Task& task = *setup.task;
+  const models::ModelOptions& options = task.model_options();
+  const int64_t length = recipe.data().sequence_length();
+  const int64_t micro_batch = task.micro_batch_size();
+  const models::MemoryEstimate memory = models::training_memory(options, micro_batch, length);
+  int64_t trainable = 0;
+  for (const auto& p : task.model().parameters()) {
+    trainable += p.requires_grad() ? p.data().numel() : 0;
+  }
+  const double flops = models::training_flops_per_token(options, length);
+  train::MicroBatch first = task.next_micro_batch();
+  const double loss = first.loss.item();
+  if (!root) return kExitOk;
+  const int64_t available = available_memory_bytes();
+  const double budget =
+      static_cast<double>(request.max_memory > 0 ? request.max_memory : available);
+  std::string report =
+      fmt::format("dry run of {} (nothing written; the run directory would be {})\n",
+                  request.recipe, run_dir.string());
+  report += fmt::format(
+      "model: {}, {} layers x width {}, {} heads; {} parameters ({} trainable); vocabulary {}\n",
+      recipes::Model::Kind_Name(recipe.model().kind()), options.layers, options.dim, options.heads,
+      task.model().num_parameters(), trainable, task.tokenizer().vocab_size());
+  report += fmt::format(
+      "compute: {:.3g} FLOPs per trained token, {:.3g} per step ({} sequences x {} tokens)\n",
+      flops, flops * static_cast<double>(recipe.data().batch_size() * length),
+      recipe.data().batch_size(), length);
+  report += fmt::format(
+      "memory (estimate): {} = weights {} + gradients and optimizer state {} + activations {} "
+      "for {} x {} tokens per micro-batch; {} {}\n",
+      format_bytes(memory.total()), format_bytes(memory.parameter_bytes),
+      format_bytes(memory.state_bytes), format_bytes(memory.activation_bytes), micro_batch, length,
+      request.max_memory > 0 ? "--max-memory" : "available now", format_bytes(budget));
+  report += fmt::format(
+      "first micro-batch: [{}, {}] tokens, {} targets, loss {:.4f} (ln V = {:.4f})\n", micro_batch,
+      length, first.tokens, loss, std::log(static_cast<double>(task.tokenizer().vocab_size())));
+  report += fmt::format("schedule: {} steps\n", setup.total_steps);
+  std::fputs(report.c_str(), stdout);
+  std::fflush(stdout);
+  return kExitOk;
+}
+
 int train_on_this_rank(const TrainRequest& request,
                        const std::shared_ptr<distributed::Communicator>& comm_ptr,
                        TrainResult& result) {
@@ -177,6 +231,7 @@ int train_on_this_rank(const TrainRequest& request,
   const std::string recipe_text = recipes::format_recipe(recipe);
   check_same_recipe(comm, recipe_text);
   check_batch_splits(comm, recipe);
+  if (request.dry_run) return dry_run(recipe, comm_ptr, request, run_dir);
   const std::unique_ptr<DirectoryLock> run_lock = lock_run_directory(comm, run_dir);
   const std::optional<fs::path> latest =
       agree_on_resume(comm, run_dir, request.resume, recipe_text);
@@ -193,7 +248,7 @@ int train_on_this_rank(const TrainRequest& request,
     if (!latest) io::truncate_metrics_after_step(run_dir / "metrics.jsonl", 0);
   }
   report_precision(matmul_precision());
-  TrainingSetup setup = set_up_training(recipe, comm_ptr, latest);
+  TrainingSetup setup = set_up_training(recipe, comm_ptr, latest, MemoryBudget{request.max_memory});
   if (root) {
     write_file_atomically(run_dir / io::kRecipeFile, recipe_text);
     setup.task->tokenizer().save(run_dir / "tokenizer");

@@ -20,6 +20,10 @@ struct TrainRequest {
   bool resume = false;                 // continue the run directory's latest checkpoint
   int64_t stop_after = 0;       // stop (with a checkpoint) after this step; 0: run to the end
   train::StepObserver on_step;  // sees every step and may stop the run; empty: none
+  int64_t max_memory = 0;       // bytes the run may use (--max-memory); 0: what is available
+  /// Check everything and report (model size, FLOPs per token, memory estimate, the first
+  /// micro-batch and its loss) without training or writing into the run directory.
+  bool dry_run = false;
 };
 
 /// What a training run left: its exit code, its directory and the trainer's outcome.

@@ -108,15 +108,18 @@ void check_memory_budget(const models::MemoryEstimate& estimate, const MemoryBud
     parts +=
         fmt::format(", {} of gradients and optimizer state", format_bytes(estimate.state_bytes));
   }
-  parts += fmt::format(", {} of activations for {} × {} tokens through {} layers",
-                       format_bytes(estimate.activation_bytes), batch, sequence_length, m.layers());
+  if (batch > 0) {
+    parts +=
+        fmt::format(", {} of activations for {} × {} tokens through {} layers",
+                    format_bytes(estimate.activation_bytes), batch, sequence_length, m.layers());
+  }
   throw recipes::RecipeError(fmt::format(
       "model: {} needs about {} ({}), more than the {} {}; make model.layers ({}), "
-      "model.width ({}), model.ffn_width ({}) or data.batch_size × data.sequence_length smaller"
-      "{}",
+      "model.width ({}), model.ffn_width ({}){} smaller{}",
       purpose, format_bytes(estimate.total()), parts, format_bytes(limit),
       explicit_limit ? "allowed by --max-memory" : "this machine has available", m.layers(),
       m.width(), m.has_ffn_width() ? m.ffn_width() : 4 * m.width(),
+      batch > 0 ? " or data.batch_size × data.sequence_length (rota eval: --context)" : "",
       explicit_limit ? ", or raise --max-memory" : ""));
 }
 

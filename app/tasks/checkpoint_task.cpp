@@ -11,7 +11,8 @@
 namespace rota::app {
 
 CheckpointTask load_checkpoint_task(const std::string& run_or_checkpoint, int64_t context,
-                                    const std::function<void(recipes::Recipe& recipe)>& edit) {
+                                    const std::function<void(recipes::Recipe& recipe)>& edit,
+                                    const MemoryBudget& memory) {
   CheckpointTask result;
   result.checkpoint_dir = io::resolve_checkpoint(run_or_checkpoint);
   io::Checkpoint checkpoint = io::load_checkpoint(result.checkpoint_dir);
@@ -24,6 +25,7 @@ CheckpointTask load_checkpoint_task(const std::string& run_or_checkpoint, int64_
   inputs.tokenizer = obtain_tokenizer(inputs.recipe, result.checkpoint_dir, inputs.data_options);
   inputs.checkpoint = result.checkpoint_dir;
   inputs.inference = true;
+  inputs.memory = memory;
   result.task = make_task(std::move(inputs));
   result.task->model().load_state_dict(checkpoint.model, /*strict=*/true);
   result.task->model().eval();

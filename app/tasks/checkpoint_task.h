@@ -22,8 +22,9 @@ struct CheckpointTask {
 /// that many tokens (recipe_at_context; the weights do not depend on the sequence length, and
 /// it refuses where the model cannot run at that length).
 /// `edit`, when set, changes the recipe after that (e.g. another data source) before the task is
-/// built.
+/// built. `memory` bounds what evaluating with it may use (the default: the memory available).
 CheckpointTask load_checkpoint_task(const std::string& run_or_checkpoint, int64_t context = 0,
-                                    const std::function<void(recipes::Recipe& recipe)>& edit = {});
+                                    const std::function<void(recipes::Recipe& recipe)>& edit = {},
+                                    const MemoryBudget& memory = {});
 
 }  // namespace rota::app

@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "app/setup/memory_budget.h"
+#include "recipes/recipe_error.h"
+
 namespace rota::cli {
 namespace {
 
@@ -126,6 +129,20 @@ std::optional<std::string> unknown_command_message(const CLI::App& app,
     }
     return message + fmt::format("; the commands are {}. Run {} --help for more.", list, path);
   }
+}
+
+void add_max_memory_option(CLI::App& command, int64_t& bytes, const std::string& what) {
+  command.add_option_function<std::string>(
+      "--max-memory",
+      [&bytes](const std::string& text) {
+        try {
+          bytes = app::parse_memory_size(text, "--max-memory");
+        } catch (const recipes::RecipeError& e) {
+          throw CLI::ValidationError(e.what());
+        }
+      },
+      "Refuse to start when " + what +
+          " would need more memory than SIZE (e.g. 16G; default: the memory available)");
 }
 
 }  // namespace rota::cli

@@ -1,6 +1,7 @@
 // Command-line checks with messages that name what is wrong: number options and unknown words.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,10 @@ CLI::Validator non_negative_number();
 CLI::Validator positive_number();
 /// A finite number >= 0 (a float option: "nan", "inf" and negatives are refused).
 CLI::Validator finite_non_negative_number();
+
+/// Adds `--max-memory SIZE` to `command`: the bytes of SIZE (16G, 512MB, ...) go to `bytes`; a
+/// malformed size is a usage error naming the option.
+void add_max_memory_option(CLI::App& command, int64_t& bytes, const std::string& what);
 
 /// The word of `words` closest to `word` by edit distance, when it is close enough to be a
 /// likely typo (at most 2 edits, and fewer than the word's length); else nothing.

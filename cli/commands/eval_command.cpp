@@ -22,6 +22,7 @@ Command add_eval_command(CLI::App& app) {
                   "Evaluate windows of N tokens instead of the trained data.sequence_length "
                   "(length extrapolation)")
       ->check(positive_number());
+  add_max_memory_option(*cmd, request->max_memory, "the evaluation");
   return {cmd, [request] { return app::run_evaluation(*request); }};
 }
 

@@ -19,6 +19,11 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--stop-after", request->stop_after,
                   "Stop after this step with a checkpoint (continue later with --resume)")
       ->check(non_negative_number());
+  add_max_memory_option(*cmd, request->max_memory, "the run");
+  cmd->add_flag("--dry-run", request->dry_run,
+                "Check the recipe, build the model and run the first micro-batch's forward pass; "
+                "print the parameters, FLOPs per token, memory estimate and batch shape; write "
+                "nothing");
   return {cmd, [request] { return app::run_training(*request); }};
 }
 

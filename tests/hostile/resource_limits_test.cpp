@@ -52,6 +52,44 @@ TEST(ResourceLimits, HugeWidthsAreRefusedNamingTheFields) {
                  {"model: training needs about", "model.ffn_width (2000000000)"});
 }
 
+TEST(ResourceLimits, MaxMemoryBoundsTrainingAndEvaluation) {
+  testing::TempDir dir;
+  const std::string run = (dir / "run").string();
+  expect_refused(rota("train " + kTiny + " --out " + run + " --max-memory 300K"),
+                 {"model: training needs about 1.14 MB",
+                  "more than the 300 KB allowed by "
+                  "--max-memory",
+                  "or raise --max-memory"});
+  EXPECT_FALSE(fs::exists(dir / "run" / "checkpoints"));
+  ASSERT_EQ(rota("train " + kTiny + " --out " + run + " --max-memory 2M --set train.steps=2").code,
+            0);
+  // Evaluation: the weights fit, a window of 100000 tokens does not (its batch is checked
+  // before its forward pass); a malformed size is a usage error.
+  expect_refused(rota("eval " + run + " --split valid --context 100000 --max-memory 4M"),
+                 {"model: evaluation needs about", "1 × 55769 tokens", "(rota eval: --context)"});
+  const testing::CommandResult fits = rota("eval " + run + " --split valid --max-memory 4M");
+  EXPECT_EQ(fits.code, 0) << fits.output;
+  expect_refused(rota("eval " + run + " --max-memory 12Q"),
+                 {"--max-memory 12Q: not a memory size"});
+}
+
+TEST(ResourceLimits, DryRunReportsTheModelAndEstimateAndWritesNothing) {
+  testing::TempDir dir;
+  const testing::CommandResult r =
+      rota("train " + kTiny + " --out " + (dir / "run").string() + " --dry-run");
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const std::string& needle :
+       {"dry run of", "model: CAUSAL_LM, 2 layers x width 32, 2 heads; 25520 parameters",
+        "FLOPs per trained token", "memory (estimate): 1.14 MB",
+        "first micro-batch: [4, 32] tokens", "schedule: 20 steps"}) {
+    EXPECT_NE(r.output.find(needle), std::string::npos) << needle << "\n" << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir / "run"));
+  // An impossible model is refused by the dry run too, before it is built.
+  expect_refused(rota("train " + kTiny + " --dry-run --set model.layers=100000"),
+                 {"model: training needs about"});
+}
+
 TEST(ResourceLimits, AHugeContextOverAShortSplitStaysSmall) {
   testing::TempDir dir;
   const std::string run = (dir / "run").string();
