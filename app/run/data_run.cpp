@@ -23,8 +23,10 @@ int run_data_list() {
     std::printf("%s: %s\n", corpus.name.c_str(), corpus.description.c_str());
     if (!corpus.note.empty()) std::printf("  %s\n", corpus.note.c_str());
     for (const data::CorpusFileStatus& file : data::corpus_status(corpus, options)) {
-      std::printf("  %-15s %-28s %s\n", file.split.c_str(), file.file_name.c_str(),
+      std::printf("  %-15s %-28s %11lld bytes  %s\n", file.split.c_str(), file.file_name.c_str(),
+                  static_cast<long long>(file.bytes),
                   file.path.empty() ? "missing (rota data fetch downloads it)" : file.path.c_str());
+      std::printf("  %-15s sha256 %s\n", "", file.sha256.c_str());
     }
   }
   return kExitOk;

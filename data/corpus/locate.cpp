@@ -84,7 +84,7 @@ std::vector<std::filesystem::path> fetch_corpus(std::string_view name, const Dat
 std::vector<CorpusFileStatus> corpus_status(const CorpusInfo& corpus, const DataOptions& options) {
   std::vector<CorpusFileStatus> status;
   for (const CorpusFile& file : corpus.files) {
-    CorpusFileStatus entry{file.split, file.file_name, {}};
+    CorpusFileStatus entry{file.split, file.file_name, file.bytes, file.sha256, {}};
     for (const SearchDir& dir : options.search_path) {
       if (is_file(candidate(dir, corpus, file))) {
         entry.path = candidate(dir, corpus, file);

@@ -1,6 +1,7 @@
 // Finding registered corpus files on the search path, verifying them, fetching missing ones.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -28,6 +29,8 @@ std::vector<std::filesystem::path> fetch_corpus(std::string_view name, const Dat
 struct CorpusFileStatus {
   std::string split;
   std::string file_name;
+  int64_t bytes = 0;   // the registered size
+  std::string sha256;  // the registered checksum, lowercase hex
   /// Empty when no search-path directory has the file.
   std::filesystem::path path;
 };
