@@ -183,14 +183,7 @@ void check_position(Checker& check, const Recipe& recipe) {
                            " (none {} is NoPE)");
       break;
     case Position::kNone:
-      if (bidirectional(model)) {
-        check.fail(path + ".none",
-                   std::string("a ") + kind_name(model) +
-                       " cannot tell word order without positions (bidirectional attention is "
-                       "permutation-invariant; NoPE only works with causal attention); choose "
-                       "another encoding");
-      }
-      break;
+      break;  // a bidirectional NoPE model is a bag-of-words baseline: recipe_warnings
     case Position::kSinusoidal:
       check.greater_than(path + ".sinusoidal.base", position.sinusoidal().base(), 1.0);
       break;
@@ -596,7 +589,10 @@ void check_schedule(Checker& check, const Recipe& recipe) {
       schedule.warmup_steps() >= train.steps()) {
     check.fail("schedule.warmup_steps", "must be less than train.steps " + num(train.steps()) +
                                             " for a " + Schedule::Kind_Name(schedule.kind()) +
-                                            " schedule (got " + num(schedule.warmup_steps()) + ")");
+                                            " schedule (got " + num(schedule.warmup_steps()) +
+                                            "); for a short run also set it, e.g. --set "
+                                            "schedule.warmup_steps=" +
+                                            num(train.steps() / 10));
   }
 }
 
@@ -754,6 +750,18 @@ std::vector<Issue> validate_recipe(const Recipe& recipe) {
   check_train(check, recipe);
   check_finetune(check, recipe);
   return issues;
+}
+
+std::vector<Issue> recipe_warnings(const Recipe& recipe) {
+  std::vector<Issue> warnings;
+  const Model& model = recipe.model();
+  if (bidirectional(model) && model.position().has_none()) {
+    warnings.push_back({"model.position.none",
+                        std::string("a ") + kind_name(model) +
+                            " without positions cannot tell word order (bidirectional attention is "
+                            "permutation-invariant): it trains as a bag-of-words baseline"});
+  }
+  return warnings;
 }
 
 }  // namespace rota::recipes

@@ -27,4 +27,9 @@ struct Issue {
 /// do not apply (applicability.h) are not set.
 std::vector<Issue> validate_recipe(const Recipe& recipe);
 
+/// Choices that are valid but probably not what was meant, to print as warnings: a
+/// bidirectional model without positions (NoPE) cannot tell word order — a bag-of-words
+/// baseline, legitimate in an ablation.
+std::vector<Issue> recipe_warnings(const Recipe& recipe);
+
 }  // namespace rota::recipes

@@ -33,6 +33,7 @@
 #include "models/memory_estimate.h"
 #include "models/model_flops.h"
 #include "recipes/loader.h"
+#include "recipes/validate.h"
 
 namespace fs = std::filesystem;
 
@@ -246,6 +247,9 @@ int train_on_this_rank(const TrainRequest& request,
     // checkpoint, would otherwise precede this run's and log its steps twice (a resume drops
     // the lines after its checkpoint the same way).
     if (!latest) io::truncate_metrics_after_step(run_dir / "metrics.jsonl", 0);
+    for (const recipes::Issue& warning : recipes::recipe_warnings(recipe)) {
+      io::log_warn("{}: {}", warning.path, warning.message);
+    }
   }
   report_precision(matmul_precision());
   TrainingSetup setup = set_up_training(recipe, comm_ptr, latest, MemoryBudget{request.max_memory});

@@ -17,8 +17,8 @@ Command add_train_command(CLI::App& app) {
   cmd->add_flag("--resume", request->resume,
                 "Continue from the run directory's latest checkpoint (bit-exact)");
   cmd->add_option("--stop-after", request->stop_after,
-                  "Stop after this step with a checkpoint (continue later with --resume)")
-      ->check(non_negative_number());
+                  "Stop after this step (>= 1) with a checkpoint (continue later with --resume)")
+      ->check(positive_number());
   add_max_memory_option(*cmd, request->max_memory, "the run");
   cmd->add_flag("--dry-run", request->dry_run,
                 "Check the recipe, build the model and run the first micro-batch's forward pass; "

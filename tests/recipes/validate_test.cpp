@@ -188,9 +188,6 @@ const Rule kRules[] = {
      {"model.kind=MASKED_LM", "model.position={permute_former {}}", "data.sequence_length=632"},
      "model.position.permute_former: bidirectional PermuteFormer weights γ^(s−t) overflow past 631 "
      "positions (data.sequence_length 632)"},
-    {"nope_for_masked_lm",
-     {"model.kind=MASKED_LM", "model.position={none {}}"},
-     "model.position.none: a MASKED_LM cannot tell word order without positions"},
     {"add_sinusoidal_with_nope",
      {"model.position={none {} add_sinusoidal: true}"},
      "model.position.add_sinusoidal: does not apply: NoPE has no positions; for sinusoidal "
@@ -610,6 +607,27 @@ TEST(RecipeValidate, NonFiniteNumbersInTheFileAreRefusedWhereTheyAre) {
   EXPECT_NE(error.find("data.mlm.probability: must be a finite number (got nan)"),
             std::string::npos)
       << error;
+}
+
+TEST(RecipeValidate, BidirectionalNopeIsAWarningNotAnError) {
+  // A bag-of-words baseline is legitimate in an ablation: it loads, and is warned about.
+  for (const char* kind : {"MASKED_LM", "CLASSIFIER"}) {
+    std::vector<std::string> overrides = {std::string("model.kind=") + kind,
+                                          "model.position={none {}}"};
+    if (std::string(kind) == "CLASSIFIER") {
+      overrides.push_back("model.classifier={num_classes: 2}");
+      overrides.push_back("data.corpus=sst-2");
+      overrides.push_back("data.tokenizer={kind: BYTE}");
+    }
+    const Recipe recipe = load_recipe_text(kBaseRecipe, "t", overrides);
+    const std::vector<Issue> warnings = recipe_warnings(recipe);
+    ASSERT_EQ(warnings.size(), 1u) << kind;
+    EXPECT_EQ(warnings[0].path, "model.position.none");
+    EXPECT_NE(warnings[0].message.find("bag-of-words baseline"), std::string::npos);
+  }
+  const std::vector<std::string> causal_nope = {"model.position={none {}}"};
+  // Causal NoPE knows the order from the mask.
+  EXPECT_TRUE(recipe_warnings(load_recipe_text(kBaseRecipe, "t", causal_nope)).empty());
 }
 
 TEST(RecipeLoad, ADirectoryIsNotARecipe) {

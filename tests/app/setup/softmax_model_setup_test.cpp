@@ -97,8 +97,8 @@ const std::vector<Encoding>& softmax_encodings() {
   return kEncodings;
 }
 
-/// The encodings a bidirectional model accepts (NoPE cannot tell word order there, so the
-/// validator rejects it).
+/// The encodings that give a bidirectional model word order (NoPE cannot: it is a bag-of-words
+/// baseline there, accepted with a warning and tested in tests/recipes/validate_test.cpp).
 std::vector<Encoding> bidirectional_encodings() {
   std::vector<Encoding> out;
   for (const Encoding& e : softmax_encodings()) {
