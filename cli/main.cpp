@@ -11,6 +11,7 @@
 #include "app/run/exit_codes.h"
 #include "cli/commands/command_checks.h"
 #include "cli/commands/commands.h"
+#include "rota_version.h"
 
 namespace {
 
@@ -23,16 +24,20 @@ int dispatch(int argc, char** argv) {
       "Exit codes: 0 success, 1 runtime failure, 2 usage or recipe error.",
       "rota"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "rota 0.1");
-  std::vector<Command> commands = {add_train_command(app), add_eval_command(app),
-                                   add_predict_command(app), add_generate_command(app),
-                                   add_ablate_command(app)};
+  app.set_version_flag("--version", ROTA_VERSION_TEXT);
+  std::vector<Command> commands = {add_train_command(app, argc > 0 ? argv[0] : "rota"),
+                                   add_eval_command(app), add_predict_command(app),
+                                   add_generate_command(app), add_ablate_command(app)};
   for (std::vector<Command> group :
        {add_bench_commands(app), add_data_commands(app), add_export_commands(app)}) {
     commands.insert(commands.end(), group.begin(), group.end());
   }
   // CLI11 says only "A subcommand is required" for `rota trian`: name the word, and the closest.
   if (const auto unknown = unknown_command_message(app, {argv + 1, argv + argc})) {
+    std::cerr << *unknown << "\n";
+    return kExitUsage;
+  }
+  if (const auto unknown = unknown_option_message(app, {argv + 1, argv + argc})) {
     std::cerr << *unknown << "\n";
     return kExitUsage;
   }

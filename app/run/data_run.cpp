@@ -7,6 +7,7 @@
 #include "data/corpus/corpus_registry.h"
 #include "data/corpus/data_options.h"
 #include "data/corpus/locate.h"
+#include "recipes/field_path.h"
 #include "recipes/recipe_error.h"
 
 namespace rota::app {
@@ -34,8 +35,11 @@ int run_data_list() {
 
 int run_data_fetch(const std::string& name) {
   if (!data::find_corpus(name)) {
-    throw recipes::RecipeError("rota data fetch: unknown corpus '" + name +
-                               "' (registered: " + data::registered_corpus_names() + ")");
+    std::vector<std::string> names;
+    for (const data::CorpusInfo& corpus : data::corpus_registry()) names.push_back(corpus.name);
+    throw recipes::RecipeError("rota data fetch: unknown corpus '" + name + "'" +
+                               recipes::did_you_mean(name, names) +
+                               "; registered: " + data::registered_corpus_names());
   }
   for (const auto& path : data::fetch_corpus(name, data::default_data_options())) {
     std::printf("%s\n", path.c_str());

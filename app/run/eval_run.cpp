@@ -26,6 +26,12 @@ int run_evaluation(const EvalRequest& request) {
         split = on_data.split;
       },
       MemoryBudget{request.max_memory});
+  // "valid", "validation", "val" and "dev" all name the validation split, whichever of them the
+  // corpus calls it (WikiText has valid.txt, GLUE dev.tsv).
+  if (request.data.empty() &&
+      (split == "valid" || split == "validation" || split == "val" || split == "dev")) {
+    split = loaded.task->validation_split();
+  }
   // What is evaluated, as key=value pairs.
   io::log_info("eval: checkpoint={} step={} parameters={} sequence_length={} split={}",
                loaded.checkpoint_dir.string(), loaded.state.step(),

@@ -149,7 +149,7 @@ void print_sample(const recipes::Recipe& recipe, Task& task) {
 
 // The command that continues an interrupted run.
 std::string resume_command(const TrainRequest& request, int world_size) {
-  std::string again = "rota train " + request.recipe;
+  std::string again = request.program + " train " + request.recipe;
   for (const std::string& o : request.overrides) again += " --set '" + o + "'";
   if (!request.out.empty()) again += " --out " + request.out;
   if (world_size > 1) again = fmt::format("mpirun -np {} {}", world_size, again);

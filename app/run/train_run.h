@@ -17,6 +17,7 @@ struct TrainRequest {
   std::string recipe_text;
   std::vector<std::string> overrides;  // --set a.b=v
   std::string out;                     // run directory; empty: runs/<recipe name>
+  std::string program = "rota";        // how rota was invoked (argv[0]), for the resume line
   bool resume = false;                 // continue the run directory's latest checkpoint
   int64_t stop_after = 0;       // stop (with a checkpoint) after this step; 0: run to the end
   train::StepObserver on_step;  // sees every step and may stop the run; empty: none

@@ -2,6 +2,7 @@
 #include "cli/commands/command_checks.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 
@@ -129,6 +130,58 @@ std::optional<std::string> unknown_command_message(const CLI::App& app,
     }
     return message + fmt::format("; the commands are {}. Run {} --help for more.", list, path);
   }
+}
+
+std::optional<std::string> unknown_option_message(const CLI::App& app,
+                                                  const std::vector<std::string>& args) {
+  // The command the words name (rota train, rota data fetch, ...); options of it and of its
+  // parents (--help, --version) are known.
+  const CLI::App* current = &app;
+  std::string path = app.get_name();
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : current->get_subcommands({})) {
+      if (sub->check_name(args[i])) next = sub;
+    }
+    if (next == nullptr) break;
+    current = next;
+    path += " " + next->get_name();
+  }
+  std::vector<std::string> known;
+  std::vector<const CLI::Option*> owners;  // the option of each known name
+  for (const CLI::App* scope = current; scope != nullptr; scope = scope->get_parent()) {
+    for (const CLI::Option* option : scope->get_options({})) {
+      for (const std::string& name : option->get_lnames()) {
+        known.push_back("--" + name);
+        owners.push_back(option);
+      }
+      for (const std::string& name : option->get_snames()) {
+        known.push_back("-" + name);
+        owners.push_back(option);
+      }
+    }
+  }
+  for (; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") return std::nullopt;  // the rest are positional
+    if (arg.size() < 2 || arg[0] != '-' || (arg[1] != '-' && !std::isalpha(arg[1]))) continue;
+    const size_t equals = arg.find('=');
+    const std::string name = arg.substr(0, equals);
+    const auto found = std::find(known.begin(), known.end(), name);
+    if (found != known.end()) {
+      // `--prompt -x`: the word after an option that takes a value is that value.
+      const CLI::Option* option = owners[static_cast<size_t>(found - known.begin())];
+      if (equals == std::string::npos && option->get_items_expected_min() > 0) ++i;
+      continue;
+    }
+    std::string message = fmt::format("{}: unknown option '{}'", path, shown(name));
+    if (const auto guess = closest_word(name, known)) {
+      message += fmt::format(" (did you mean '{}'?)", *guess);
+    }
+    return message + fmt::format(". Run {} --help for the options.", path);
+  }
+  return std::nullopt;
 }
 
 void add_max_memory_option(CLI::App& command, int64_t& bytes, const std::string& what) {

@@ -21,6 +21,13 @@ CLI::Validator positive_number();
 /// A finite number >= 0 (a float option: "nan", "inf" and negatives are refused).
 CLI::Validator finite_non_negative_number();
 
+/// For a command line whose words name a command (`rota train ...`): "rota train: unknown option
+/// '--stpo-after' (did you mean '--stop-after'?)..." for the first option that neither the command
+/// nor its parents have; nothing when every option is known (CLI11 parses the rest). A value
+/// that looks like an option (a negative number) is left to CLI11.
+std::optional<std::string> unknown_option_message(const CLI::App& app,
+                                                  const std::vector<std::string>& args);
+
 /// Adds `--max-memory SIZE` to `command`: the bytes of SIZE (16G, 512MB, ...) go to `bytes`; a
 /// malformed size is a usage error naming the option.
 void add_max_memory_option(CLI::App& command, int64_t& bytes, const std::string& what);

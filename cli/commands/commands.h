@@ -15,7 +15,8 @@ struct Command {
   std::function<int()> run;
 };
 
-Command add_train_command(CLI::App& app);
+/// `program`: how rota was invoked (argv[0]), echoed in the line that says how to resume.
+Command add_train_command(CLI::App& app, const std::string& program);
 Command add_eval_command(CLI::App& app);
 Command add_predict_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);

@@ -7,8 +7,9 @@
 
 namespace rota::cli {
 
-Command add_train_command(CLI::App& app) {
+Command add_train_command(CLI::App& app, const std::string& program) {
   auto request = std::make_shared<app::TrainRequest>();
+  request->program = program;
   CLI::App* cmd = app.add_subcommand("train", "Train the model a recipe describes");
   cmd->add_option("recipe", request->recipe, "Recipe file (.txtpb)")->required();
   cmd->add_option("--set", request->overrides,

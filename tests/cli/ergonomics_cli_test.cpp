@@ -1,0 +1,70 @@
+// Quick tries at the command line: misspelt options and corpus names get the closest one, the
+// validation split answers to its usual names, --version names the commit and build, and the
+// resume line repeats the command as it was invoked.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/support/program.h"
+#include "tests/support/temp_dir.h"
+
+namespace rota {
+namespace {
+
+const std::string kTiny = std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb";
+
+testing::CommandResult rota(const std::string& arguments) {
+  return testing::run_command("OMP_NUM_THREADS=1 " + testing::built_rota() + " " + arguments);
+}
+
+void expect_output(const testing::CommandResult& r, int code,
+                   const std::vector<std::string>& needles) {
+  EXPECT_EQ(r.code, code) << r.output;
+  for (const std::string& needle : needles) {
+    EXPECT_NE(r.output.find(needle), std::string::npos) << "no '" << needle << "' in\n" << r.output;
+  }
+}
+
+TEST(CliErgonomics, AMisspeltOptionNamesTheClosestOne) {
+  expect_output(rota("train " + kTiny + " --stpo-after 3"), 2,
+                {"rota train: unknown option '--stpo-after' (did you mean '--stop-after'?)"});
+  expect_output(rota("eval runs/x --contxt=5"), 2,
+                {"rota eval: unknown option '--contxt' (did you mean '--context'?)"});
+  expect_output(rota("data prepare --outt d"), 2, {"rota data prepare: unknown option '--outt'"});
+}
+
+TEST(CliErgonomics, AValueThatLooksLikeAnOptionIsAValue) {
+  testing::TempDir dir;
+  const std::string run = (dir / "run").string();
+  ASSERT_EQ(rota("train " + kTiny + " --out " + run + " --set train.steps=1").code, 0);
+  const testing::CommandResult r =
+      rota("generate " + run + " --prompt -hello --tokens 2 --temperature 0");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("-hello", 0), 0u) << r.output;
+  // The validation split by any of its usual names.
+  for (const std::string& name : {"valid", "validation", "val", "dev"}) {
+    expect_output(rota("eval " + run + " --split " + name + " --batches 1"), 0, {"split=valid "});
+  }
+}
+
+TEST(CliErgonomics, AMisspeltCorpusNamesTheClosestOne) {
+  expect_output(rota("data fetch wikitext2"), 2,
+                {"unknown corpus 'wikitext2' (did you mean 'wikitext-2'?)"});
+}
+
+TEST(CliErgonomics, VersionNamesTheCommitAndTheBuild) {
+  const testing::CommandResult r = rota("--version");
+  expect_output(r, 0, {"rota 0.1.0 (git ", "build ", "MPI "});
+}
+
+TEST(CliErgonomics, TheResumeLineRepeatsTheCommandAsInvoked) {
+  testing::TempDir dir;
+  const std::string run = (dir / "run").string();
+  expect_output(rota("train " + kTiny + " --out " + run + " --stop-after 1 --set train.seed=3"), 0,
+                {"continue with: " + testing::built_rota() + " train " + kTiny +
+                 " --set 'train.seed=3' --out " + run + " --resume"});
+}
+
+}  // namespace
+}  // namespace rota
