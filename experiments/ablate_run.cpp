@@ -20,6 +20,7 @@ std::string ablate_command_line(const AblateRequest& args) {
   if (args.eval_batches > 0) {
     argv.insert(argv.end(), {"--eval-batches", std::to_string(args.eval_batches)});
   }
+  if (!args.from_csv.empty()) argv.insert(argv.end(), {"--from-csv", args.from_csv});
   return command_line(argv);
 }
 
@@ -35,6 +36,7 @@ int run_ablate(const AblateRequest& args) {
   // /proc/self/exe names this very binary even if the file is rebuilt during the ablation.
   options.program = args.rota_binary.empty() ? "/proc/self/exe" : args.rota_binary;
   options.command = ablate_command_line(args);
+  options.from_csv = args.from_csv;
   const AblationOutcome outcome = run_ablation(options);
   const std::filesystem::path report = outcome.out / "results.md";
   std::printf("ablation: %d of %zu runs finished, %d failed, %d unfinished; results=%s\n",

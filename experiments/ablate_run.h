@@ -14,6 +14,8 @@ struct AblateRequest {
   /// The program run for each training and evaluation; empty: this executable
   /// (/proc/self/exe). Tests point it at the built `rota`.
   std::string rota_binary;
+  /// Rebuild the reports from this results.csv instead of running (see AblationRunOptions).
+  std::string from_csv;
 };
 
 /// Runs the ablation (run_ablation) and prints how many runs finished, failed or are

@@ -7,14 +7,19 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "experiments/job_pool.h"
+#include "experiments/progress.h"
 #include "experiments/report/ablation_plots.h"
 #include "experiments/report/ablation_report.h"
 #include "experiments/report/png_export.h"
@@ -61,6 +66,144 @@ std::string summary_line(const RunResult& result) {
   return text;
 }
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// The runs in flight and the times of those done, shared by the workers and the monitor.
+class ProgressBoard {
+ public:
+  ProgressBoard(const std::vector<PlannedRun>& runs, int jobs) : runs_(runs), jobs_(jobs) {}
+
+  void started(size_t run) {
+    const std::lock_guard lock(mutex_);
+    running_[run] = Clock::now();
+  }
+  /// Records a finished run; returns its wall time.
+  double finished(size_t run, bool reused) {
+    const std::lock_guard lock(mutex_);
+    const double seconds = seconds_since(running_.at(run));
+    running_.erase(run);
+    ++done_;
+    if (!reused) finished_seconds_.push_back(seconds);
+    return seconds;
+  }
+
+  /// "ETA 12 min (about 10:42 UTC)" or "ETA: after the first progress is logged".
+  std::string eta() {
+    const std::lock_guard lock(mutex_);
+    EtaInput input;
+    input.total = runs_.size();
+    input.done = done_;
+    input.finished_seconds = finished_seconds_;
+    input.jobs = jobs_;
+    for (const auto& [run, start] : running_) {
+      input.running.emplace_back(seconds_since(start), fraction_done(run));
+    }
+    const std::optional<double> left = eta_seconds(input);
+    const std::string counts =
+        fmt::format("{} of {} runs done, {} running", done_, runs_.size(), running_.size());
+    if (!left) return counts + "; ETA once a run has made progress";
+    const auto at = std::chrono::system_clock::now() +
+                    std::chrono::seconds(static_cast<int64_t>(std::llround(*left)));
+    return fmt::format("{}; ETA {} (about {:%H:%M} UTC)", counts, format_duration(*left),
+                       fmt::gmtime(std::chrono::system_clock::to_time_t(at)));
+  }
+
+  /// One line per running run: its stage, step and time so far.
+  std::vector<std::string> running_lines() {
+    const std::lock_guard lock(mutex_);
+    std::vector<std::string> lines;
+    for (const auto& [run, start] : running_) {
+      const PlannedRun& planned = runs_[run];
+      std::string where = "starting";
+      for (size_t k = planned.stages.size(); k-- > 0;) {
+        const StagePlan& stage = planned.stages[k];
+        const int64_t step = last_logged_step(stage.run_dir);
+        if (step == 0 && k > 0) continue;
+        const int64_t steps = stage.recipe.train().steps();
+        where = fmt::format("stage {}/{} step {}", k + 1, planned.stages.size(), step);
+        if (steps > 0) {
+          where += fmt::format("/{} ({:.0f}%)", steps, 100.0 * static_cast<double>(step) / steps);
+        }
+        break;
+      }
+      lines.push_back(fmt::format("{} seed {}: {}, running for {}", planned.variant, planned.seed,
+                                  where, format_duration(seconds_since(start))));
+    }
+    return lines;
+  }
+
+ private:
+  /// Training progress of a run over its stages from metrics.jsonl (evaluations count as the
+  /// last 5%).
+  double fraction_done(size_t run) const {
+    const PlannedRun& planned = runs_[run];
+    double done = 0;
+    for (const StagePlan& stage : planned.stages) {
+      const int64_t steps = stage.recipe.train().steps();
+      if (steps <= 0) continue;
+      done += std::min(1.0, static_cast<double>(last_logged_step(stage.run_dir)) / steps);
+    }
+    return 0.95 * done / static_cast<double>(planned.stages.size());
+  }
+
+  const std::vector<PlannedRun>& runs_;
+  const int jobs_;
+  std::mutex mutex_;
+  std::map<size_t, Clock::time_point> running_;
+  std::vector<double> finished_seconds_;
+  size_t done_ = 0;
+};
+
+/// Logs the running runs' progress and the ETA every `seconds` until destroyed.
+class ProgressMonitor {
+ public:
+  ProgressMonitor(ProgressBoard& board, double seconds) : board_(board) {
+    if (!(seconds > 0)) return;
+    thread_ = std::thread([this, seconds] {
+      std::unique_lock lock(mutex_);
+      const auto period = std::chrono::duration<double>(seconds);
+      while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
+        lock.unlock();
+        for (const std::string& line : board_.running_lines()) {
+          io::log_info("progress: {}", line);
+        }
+        io::log_info("progress: {}", board_.eta());
+        lock.lock();
+      }
+    });
+  }
+  ~ProgressMonitor() {
+    {
+      const std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  ProgressMonitor(const ProgressMonitor&) = delete;
+  ProgressMonitor& operator=(const ProgressMonitor&) = delete;
+
+ private:
+  ProgressBoard& board_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+/// results.csv, results.md, the plots and their PNGs from `report` (its plan, runs, results).
+void write_reports(AblationReport& report) {
+  report.generated_at = utc_now();
+  report.plots = write_plots(report);
+  report.png_note = export_pngs(report.out, report.plots, report.out / "ablate.log");
+  write_file_atomically(report.out / "results.csv", results_csv(report));
+  write_file_atomically(report.out / "results.md", results_markdown(report));
+}
+
 }  // namespace
 
 AblationOutcome run_ablation(const AblationRunOptions& options) {
@@ -71,12 +214,38 @@ AblationOutcome run_ablation(const AblationRunOptions& options) {
   // OUT/.lock for the whole ablation, so two rota ablate never write the same runs; each child
   // rota train also locks its own run directory.
   const DirectoryLock lock(outcome.out, "wait for it to finish or stop it, or use another --out");
+  const std::vector<PlannedRun> runs = plan_runs(plan, outcome.out);
   // Log lines also go to OUT/ablate.log until the end of the ablation.
   const io::LogFileScope log_file(outcome.out / "ablate.log");
+  if (!options.from_csv.empty()) {
+    // Rebuild the reports only: read the CSV before anything in OUT is rewritten.
+    AblationReport report;
+    report.plan = &plan;
+    report.runs = runs;
+    report.results = results_from_csv(read_file(options.from_csv), runs);
+    report.command = options.command;
+    report.out = outcome.out;
+    report.source_note = fmt::format(
+        "the per-run results were read from {} (not from run directories); that file holds no "
+        "validation curves, so there is no validation-curve plot",
+        options.from_csv.string());
+    write_file_atomically(outcome.out / "ablation.txtpb",
+                          recipes::read_text_file(options.ablation_file));
+    write_reports(report);
+    outcome.results = report.results;
+    for (const RunResult& r : outcome.results) {
+      outcome.finished += r.status == RunResult::Status::kOk;
+      outcome.failed += r.status == RunResult::Status::kFailed;
+      outcome.unfinished +=
+          r.status == RunResult::Status::kInterrupted || r.status == RunResult::Status::kNotRun;
+    }
+    io::log_info("rota ablate {}: reports rebuilt from {}: {}", plan.ablation.name(),
+                 options.from_csv.string(), (outcome.out / "results.md").string());
+    return outcome;
+  }
   write_file_atomically(outcome.out / "ablation.txtpb",
                         recipes::read_text_file(options.ablation_file));
 
-  const std::vector<PlannedRun> runs = plan_runs(plan, outcome.out);
   const int jobs = std::max(1, options.jobs);
   const int threads_per_run = std::max(1, available_cores() / jobs);
   UnitSettings settings;
@@ -103,14 +272,20 @@ AblationOutcome run_ablation(const AblationRunOptions& options) {
   {
     const train::StopSignalGuard signals;
     std::atomic<int> completed{0};
+    ProgressBoard board(runs, jobs);
+    const ProgressMonitor monitor(board, options.progress_seconds);
     run_jobs(
         runs.size(), jobs,
         [&](size_t i) {
           const recipes::Variant& variant = plan.ablation.variant(runs[i].variant_index);
+          board.started(i);
+          io::log_info("start {} seed {} (run {} of {})", runs[i].variant, runs[i].seed, i + 1,
+                       runs.size());
           RunResult result =
               run_unit(runs[i], {variant.overrides().begin(), variant.overrides().end()}, settings);
-          io::log_info("[{}/{}] {} seed {}: {}", ++completed, runs.size(), runs[i].variant,
-                       runs[i].seed, summary_line(result));
+          const double seconds = board.finished(i, result.reused);
+          io::log_info("[{}/{}] {} seed {}: {} ({}); {}", ++completed, runs.size(), runs[i].variant,
+                       runs[i].seed, summary_line(result), format_duration(seconds), board.eta());
           outcome.results[i] = std::move(result);
         },
         [] { return train::StopSignalGuard::requested() != 0; });
@@ -131,11 +306,7 @@ AblationOutcome run_ablation(const AblationRunOptions& options) {
   report.out = outcome.out;
   report.jobs = jobs;
   report.eval_batches = options.eval_batches;
-  report.generated_at = utc_now();
-  report.plots = write_plots(report);
-  report.png_note = export_pngs(outcome.out, report.plots, outcome.out / "ablate.log");
-  write_file_atomically(outcome.out / "results.csv", results_csv(report));
-  write_file_atomically(outcome.out / "results.md", results_markdown(report));
+  write_reports(report);
   io::log_info("rota ablate {}: {} of {} runs finished ({} failed, {} unfinished); report: {}",
                plan.ablation.name(), outcome.finished, runs.size(), outcome.failed,
                outcome.unfinished, (outcome.out / "results.md").string());

@@ -18,6 +18,11 @@ struct AblationRunOptions {
   std::string program;       // executable for the children (e.g. /proc/self/exe)
   std::string program_name = "rota";
   std::string command;  // the command line, for results.md
+  /// Seconds between the progress lines (each running run's step, the ETA) in ablate.log.
+  double progress_seconds = 60;
+  /// Rebuild the reports from this results.csv instead of running anything (the runs'
+  /// directories need not exist; the validation curves, which it does not hold, are left out).
+  std::filesystem::path from_csv;
 };
 
 struct AblationOutcome {
@@ -34,7 +39,10 @@ struct AblationOutcome {
 /// to OUT/ablation.txtpb, runs every variant × seed (run_unit; `jobs` at once; the first
 /// SIGINT/SIGTERM is forwarded to the running children, which checkpoint and stop, and no new
 /// run starts; a second one kills), then writes results.csv, results.md and the plots from
-/// whatever finished. Logs to stderr and OUT/ablate.log.
+/// whatever finished. Logs to stderr and OUT/ablate.log: each run's start and end with the
+/// ablation's ETA, and every progress_seconds the step of each running run and the ETA.
+/// With from_csv, nothing runs: the results are read from that file (results_from_csv) and
+/// only the reports, plots and the ablation file's copy are written.
 AblationOutcome run_ablation(const AblationRunOptions& options);
 
 }  // namespace rota::experiments

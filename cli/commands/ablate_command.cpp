@@ -1,4 +1,4 @@
-// `rota ablate ABLATION [--out DIR] [--jobs N] [--eval-batches N]`.
+// `rota ablate ABLATION [--out DIR] [--jobs N] [--eval-batches N] [--from-csv FILE]`.
 #include <memory>
 
 #include "cli/commands/command_checks.h"
@@ -20,6 +20,10 @@ Command add_ablate_command(CLI::App& app) {
   cmd->add_option("--eval-batches", request->eval_batches,
                   "Evaluate only this many batches per split (0: whole splits; a quick look)")
       ->check(non_negative_number());
+  cmd->add_option("--from-csv", request->from_csv,
+                  "Run nothing: rebuild results.md, results.csv and the plots in the output "
+                  "directory from this results.csv (e.g. a committed report)")
+      ->check(CLI::ExistingFile);
   return {cmd, [request] { return experiments::run_ablate(*request); }};
 }
 

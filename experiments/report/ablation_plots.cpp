@@ -100,7 +100,13 @@ std::vector<PlotFile> write_plots(const AblationReport& report) {
   std::vector<PlotFile> plots;
   if (report.runs.empty()) return plots;
   for (const StagePlan& stage : report.runs.front().stages) {
-    plots.push_back(validation_plot(report, stage.index));
+    // Results rebuilt from results.csv have no curves.
+    const bool curves =
+        std::any_of(report.results.begin(), report.results.end(), [&](const RunResult& r) {
+          return static_cast<size_t>(stage.index) < r.stages.size() &&
+                 !r.stages[stage.index].curve.empty();
+        });
+    if (curves) plots.push_back(validation_plot(report, stage.index));
   }
   if (report.plan->ablation.context_multipliers_size() >= 2) {
     plots.push_back(extrapolation_plot(report));

@@ -30,6 +30,7 @@ struct AblationReport {
   std::vector<PlotFile> plots;
   std::string png_note;      // how PNG copies were made, or why not
   std::string generated_at;  // UTC time of the report
+  std::string source_note;   // where the results came from when not from the runs (--from-csv)
 };
 
 /// The finished (status ok) results of one variant, in seed order.
@@ -43,6 +44,12 @@ std::string stage_metric_title(const AblationReport& report, int stage, const st
 
 /// results.csv: one row per run (see docs/ablations.md for the columns).
 std::string results_csv(const AblationReport& report);
+/// The results of `runs` read back from a results.csv that results_csv wrote (matched by
+/// variant and seed; a planned run the file lacks is "not run", with an error saying so). The
+/// file holds no validation curves: StageResult::curve stays empty. Throws rota::Error for a
+/// malformed file, a missing column or a number that does not parse, naming the row.
+std::vector<RunResult> results_from_csv(const std::string& text,
+                                        const std::vector<PlannedRun>& runs);
 /// results.md: description, command, variants, mean ± std per variant (best first),
 /// extrapolation table, plots, failures.
 std::string results_markdown(const AblationReport& report);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "experiments/report/ablation_report.h"
+#include "experiments/report/paired_stats.h"
 #include "experiments/report/summary_stats.h"
 #include "experiments/report/text_table.h"
 
@@ -87,7 +88,9 @@ void add_how_it_was_run(const AblationReport& report, std::string& md) {
           : "the whole split");
   md +=
       "- Per-run numbers: [results.csv](results.csv); run directories: "
-      "`runs/<variant>/seed<S>/` (logs in `console.log`, `train.log`, `metrics.jsonl`)\n\n";
+      "`runs/<variant>/seed<S>/` (logs in `console.log`, `train.log`, `metrics.jsonl`)\n";
+  if (!report.source_note.empty()) md += "- This report was rebuilt: " + report.source_note + "\n";
+  md += "\n";
 }
 
 void add_variants(const AblationReport& report, std::string& md) {
@@ -180,6 +183,211 @@ void add_results(const AblationReport& report, std::string& md) {
   md += to_markdown(table) + "\n";
 }
 
+/// Per seed, a value of every finished run of a variant (NaN where it has none).
+std::map<uint64_t, double> values_by_seed(const AblationReport& report, int variant,
+                                          const std::function<double(const RunResult&)>& value) {
+  std::map<uint64_t, double> by_seed;
+  for (const RunResult* r : finished_results(report, variant)) by_seed[r->seed] = value(*r);
+  return by_seed;
+}
+
+/// Variant − baseline for every seed of the ablation both have a finite value for, in the
+/// ablation's seed order; the seeds in `seeds`.
+std::vector<double> paired_differences(const AblationReport& report,
+                                       const std::map<uint64_t, double>& variant,
+                                       const std::map<uint64_t, double>& baseline,
+                                       std::vector<uint64_t>* seeds = nullptr) {
+  std::vector<double> differences;
+  for (const uint64_t seed : report.plan->ablation.seeds()) {
+    const auto v = variant.find(seed);
+    const auto b = baseline.find(seed);
+    if (v == variant.end() || b == baseline.end() || !std::isfinite(v->second) ||
+        !std::isfinite(b->second)) {
+      continue;
+    }
+    differences.push_back(v->second - b->second);
+    if (seeds != nullptr) seeds->push_back(seed);
+  }
+  return differences;
+}
+
+/// Decimals for differences of a metric whose values are about `scale`: the decimals of the
+/// metric itself at 4 significant digits (237.0 → 1; 0.8512 → 4).
+int comparison_decimals(double scale) {
+  const double magnitude = std::abs(scale);
+  if (!std::isfinite(magnitude) || magnitude == 0) return 1;
+  return std::clamp(3 - static_cast<int>(std::floor(std::log10(magnitude))), 0, 8);
+}
+
+/// The mean of the finite values of a map (NaN when none).
+double mean_of(const std::map<uint64_t, double>& values) {
+  std::vector<double> list;
+  for (const auto& [seed, value] : values) list.push_back(value);
+  const Summary s = summarize(list);
+  return s.n == 0 ? NAN : s.mean;
+}
+
+/// "+1.5", "−0.25" (a real minus sign), "0.0".
+std::string signed_number(double value, int decimals) {
+  if (!std::isfinite(value)) return "—";
+  std::string text = fmt::format("{:.{}f}", std::abs(value), decimals);
+  if (text.find_first_not_of("0.") == std::string::npos) return text;  // rounds to zero
+  return (value < 0 ? "−" : "+") + text;
+}
+
+/// "+20.9 [−6.0, +47.8]"; one pair: the difference alone.
+std::string mean_with_interval(const PairedComparison& c, int decimals) {
+  if (c.n == 0) return "—";
+  if (c.n == 1) return signed_number(c.mean, decimals);
+  return fmt::format("{} [{}, {}]", signed_number(c.mean, decimals),
+                     signed_number(c.ci_low, decimals), signed_number(c.ci_high, decimals));
+}
+
+/// "0.079", "< 0.001".
+std::string p_value_text(double p) {
+  if (!std::isfinite(p)) return "—";
+  if (p < 0.001) return "< 0.001";
+  return format_number(p, 2);
+}
+
+/// What a comparison says, in words.
+std::string verdict(const PairedComparison& c, bool higher_is_better) {
+  if (c.n == 0) return "no seed with both results";
+  if (c.n == 1) return "one paired seed: no interval";
+  if (c.within_noise) return "within noise (the 95% CI contains 0)";
+  const bool better = higher_is_better ? c.mean > 0 : c.mean < 0;
+  return better ? "**better** (the 95% CI excludes 0)" : "**worse** (the 95% CI excludes 0)";
+}
+
+/// results.md's comparison of every variant with its baseline: paired per-seed differences,
+/// their mean with a 95% confidence interval, the paired t-test and a verdict.
+void add_comparisons(const AblationReport& report, std::string& md) {
+  const std::vector<int>& baseline_of = report.plan->baseline_of;
+  const int variants = report.plan->ablation.variant_size();
+  if (baseline_of.size() != static_cast<size_t>(variants)) {
+    md +=
+        "## Against the baseline\n\nNo `baseline:` in the ablation file: name one (a variant, or "
+        "AXIS=LEVEL) to get paired per-seed differences with confidence intervals.\n\n";
+    return;
+  }
+  const PlannedRun& first = report.runs.front();
+  const int last = static_cast<int>(first.stages.size()) - 1;
+  const std::string primary = primary_metric(first.stages[last].recipe);
+  const bool higher = primary_higher_is_better(first.stages[last].recipe);
+  const std::string metric =
+      stage_metric_title(report, last, evaluated_split(report, last), primary);
+  auto test_value = [&](const RunResult& r) {
+    return static_cast<size_t>(last) < r.stages.size()
+               ? metric_value_or_nan(r.stages[last].test, primary)
+               : NAN;
+  };
+  std::string seed_list;
+  for (const uint64_t seed : report.plan->ablation.seeds()) {
+    seed_list += (seed_list.empty() ? "" : ", ") + std::to_string(seed);
+  }
+  TextTable table;
+  table.header = {"variant",
+                  "baseline",
+                  "verdict",
+                  "seeds",
+                  "difference per seed (" + seed_list + ")",
+                  "mean difference [95% CI]",
+                  "p (paired t)"};
+  const bool one_baseline = std::all_of(baseline_of.begin(), baseline_of.end(),
+                                        [&](int b) { return b == baseline_of[0]; });
+  std::vector<std::string> worse, better, noise, unknown;
+  for (const int v : variants_best_first(report)) {
+    const int b = baseline_of[v];
+    if (b == v) continue;
+    std::vector<uint64_t> seeds;
+    const std::map<uint64_t, double> baseline_values = values_by_seed(report, b, test_value);
+    const std::vector<double> differences =
+        paired_differences(report, values_by_seed(report, v, test_value), baseline_values, &seeds);
+    const PairedComparison c = compare_paired(differences);
+    const int decimals = comparison_decimals(mean_of(baseline_values));
+    std::string per_seed;
+    size_t k = 0;
+    for (const uint64_t seed : report.plan->ablation.seeds()) {
+      const bool have = k < seeds.size() && seeds[k] == seed;
+      per_seed += (per_seed.empty() ? "" : ", ") +
+                  (have ? signed_number(differences[k++], decimals) : std::string("—"));
+    }
+    const std::string name = report.plan->ablation.variant(v).name();
+    const std::string baseline = report.plan->ablation.variant(b).name();
+    table.rows.push_back({name, baseline, verdict(c, higher), std::to_string(c.n), per_seed,
+                          mean_with_interval(c, decimals), p_value_text(c.p_value)});
+    const std::string label = one_baseline ? name : name + " (vs " + baseline + ")";
+    if (c.n < 2) {
+      unknown.push_back(label);
+    } else if (c.within_noise) {
+      noise.push_back(label);
+    } else {
+      ((higher ? c.mean > 0 : c.mean < 0) ? better : worse).push_back(label);
+    }
+  }
+  md += "## Against the baseline\n\n";
+  md += fmt::format(
+      "Each variant against {} on {}, paired by seed (the same seed gives the same data order "
+      "and initialisation stream): the difference variant − baseline per seed, their mean with "
+      "a 95% confidence interval (Student's t over the seeds, df = seeds − 1) and the two-sided "
+      "paired t-test. {} is better, so a {} difference means the variant is worse. A difference "
+      "is **within noise** when its interval contains 0.\n\n",
+      one_baseline
+          ? code(report.plan->ablation.variant(baseline_of[0]).name())
+          : fmt::format("its baseline ({}: the variant that differs from it only on that axis)",
+                        code(report.plan->ablation.baseline())),
+      metric, higher ? "Higher" : "Lower", higher ? "negative" : "positive");
+  md += to_markdown(table, 3) + "\n";
+  auto names = [](const std::vector<std::string>& items) {
+    std::string text;
+    for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+    return text.empty() ? std::string("none") : text;
+  };
+  md += fmt::format("- Worse than the baseline (95% CI excludes 0): {}\n", names(worse));
+  md += fmt::format("- Better than the baseline (95% CI excludes 0): {}\n", names(better));
+  md += fmt::format("- Within noise (95% CI contains 0): {}\n", names(noise));
+  if (!unknown.empty()) {
+    md += fmt::format("- Fewer than 2 paired seeds, no interval: {}\n", names(unknown));
+  }
+  md += "\n";
+}
+
+/// The extrapolation's differences with the baseline, per multiplier.
+void add_extrapolation_comparisons(const AblationReport& report, std::string& md) {
+  const std::vector<int>& baseline_of = report.plan->baseline_of;
+  const auto& multipliers = report.plan->ablation.context_multipliers();
+  if (baseline_of.empty() || multipliers.size() < 2) return;
+  const StagePlan& stage = report.runs.front().stages.front();
+  TextTable table;
+  table.header = {"variant", "baseline"};
+  for (const int m : multipliers) table.header.push_back(fmt::format("{}×", m));
+  for (const int v : variants_best_first(report)) {
+    const int b = baseline_of[v];
+    if (b == v) continue;
+    std::vector<std::string> row = {report.plan->ablation.variant(v).name(),
+                                    report.plan->ablation.variant(b).name()};
+    for (const int m : multipliers) {
+      auto at_m = [m](const RunResult& r) {
+        for (const ContextResult& c : r.stages.front().contexts) {
+          if (c.multiplier == m && c.value) return *c.value;
+        }
+        return static_cast<double>(NAN);
+      };
+      const std::map<uint64_t, double> baseline_values = values_by_seed(report, b, at_m);
+      const PairedComparison c = compare_paired(
+          paired_differences(report, values_by_seed(report, v, at_m), baseline_values));
+      const std::string cell = mean_with_interval(c, comparison_decimals(mean_of(baseline_values)));
+      row.push_back(c.n >= 2 && !c.within_noise ? "**" + cell + "**" : cell);
+    }
+    table.rows.push_back(std::move(row));
+  }
+  md += fmt::format(
+      "Against the baseline at each length: mean difference variant − baseline [95% CI] of {}, "
+      "paired by seed; **bold** where the interval excludes 0.\n\n",
+      stage_metric_title(report, 0, "test", primary_metric(stage.recipe)));
+  md += to_markdown(table, 2) + "\n";
+}
+
 void add_extrapolation(const AblationReport& report, std::string& md) {
   const auto& multipliers = report.plan->ablation.context_multipliers();
   if (multipliers.empty()) return;
@@ -227,6 +435,7 @@ void add_extrapolation(const AblationReport& report, std::string& md) {
     for (const auto& [name, reason] : reasons) md += fmt::format("- {}: {}\n", name, reason);
     md += "\n";
   }
+  add_extrapolation_comparisons(report, md);
 }
 
 void add_plots(const AblationReport& report, std::string& md) {
@@ -269,6 +478,7 @@ std::string results_markdown(const AblationReport& report) {
   add_variants(report, md);
   if (!report.runs.empty()) {
     add_results(report, md);
+    add_comparisons(report, md);
     add_extrapolation(report, md);
   }
   add_plots(report, md);

@@ -1,6 +1,10 @@
 // CSV and markdown rendering of a TextTable (see text_table.h).
 #include "experiments/report/text_table.h"
 
+#include <fmt/format.h>
+
+#include "framework/base/error.h"
+
 namespace rota::experiments {
 
 namespace {
@@ -63,6 +67,63 @@ std::string to_markdown(const TextTable& table, size_t text_columns) {
   text += "\n";
   for (const auto& row : table.rows) text += markdown_line(row);
   return text;
+}
+
+TextTable parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> records;
+  std::vector<std::string> record;
+  std::string field;
+  bool quoted = false, field_started = false;
+  int line = 1, record_line = 1;
+  auto end_record = [&] {
+    record.push_back(std::move(field));
+    field.clear();
+    records.push_back(std::move(record));
+    record.clear();
+    field_started = false;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        if (c == '\n') ++line;
+        field += c;
+      }
+      continue;
+    }
+    if (c == '"' && field.empty()) {
+      quoted = field_started = true;
+    } else if (c == ',') {
+      record.push_back(std::move(field));
+      field.clear();
+      field_started = true;
+    } else if (c == '\n' || c == '\r') {
+      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      end_record();
+      record_line = ++line;
+    } else {
+      field += c;
+      field_started = true;
+    }
+  }
+  if (quoted) throw Error(fmt::format("CSV line {}: a quoted field is not closed", record_line));
+  if (field_started || !field.empty() || !record.empty()) end_record();
+  TextTable table;
+  if (records.empty()) return table;
+  table.header = std::move(records.front());
+  for (size_t r = 1; r < records.size(); ++r) {
+    if (records[r].size() != table.header.size()) {
+      throw Error(fmt::format("CSV record {}: {} fields, the header has {}", r + 1,
+                              records[r].size(), table.header.size()));
+    }
+    table.rows.push_back(std::move(records[r]));
+  }
+  return table;
 }
 
 }  // namespace rota::experiments
