@@ -120,7 +120,7 @@ std::string ProgressLine::text() const {
   std::string line = options_.total_steps > 0
                          ? fmt::format("step {}/{}", last_.step, options_.total_steps)
                          : fmt::format("step {}", last_.step);
-  line += fmt::format(" | loss {:.4g} | lr {} | gnorm {:.3g} | {} tok/s", smoothed_loss(),
+  line += fmt::format(" | loss(ema) {:.4g} | lr {} | gnorm {:.3g} | {} tok/s", smoothed_loss(),
                       format_small(last_.lr), last_.grad_norm, format_count(tokens_per_second()));
   if (options_.total_steps > 0) line += " | eta " + format_duration(eta_seconds());
   return line;

@@ -215,6 +215,10 @@ void Trainer::log_train_step(RunOutputs& out, const StepResult& result, int64_t 
                           {"grad_norm", result.grad_norm},
                           {"tokens_seen", state_.tokens_seen()},
                           {"tokens_per_s", tokens_per_s}};
+  // The console shows a smoothed loss; the records keep this step's loss as `loss` and the
+  // console's value as `loss_ema`, each named for what it is.
+  const bool smoothed = out.progress != nullptr && std::isfinite(out.progress->smoothed_loss());
+  if (smoothed) record.emplace_back("loss_ema", out.progress->smoothed_loss());
   if (data_parallel) {
     record.emplace_back("allreduce_s", allreduce_s);
     record.emplace_back("world_size", int64_t{comm_->world_size()});
@@ -225,6 +229,7 @@ void Trainer::log_train_step(RunOutputs& out, const StepResult& result, int64_t 
                                                         {"train/lr", result.lr},
                                                         {"train/grad_norm", result.grad_norm},
                                                         {"train/tokens_per_s", tokens_per_s}};
+    if (smoothed) scalars.emplace_back("train/loss_ema", out.progress->smoothed_loss());
     if (data_parallel) scalars.emplace_back("train/allreduce_s", allreduce_s);
     out.tensorboard->add_scalars(scalars, step);
   }

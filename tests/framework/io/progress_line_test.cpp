@@ -103,7 +103,7 @@ TEST(ProgressLine, SmoothedValuesMatchADoubleReference) {
     EXPECT_NEAR(progress.tokens_per_second(), weighted(tokens) / weighted(seconds), 1e-9);
     EXPECT_NEAR(progress.eta_seconds(), (100 - step) * weighted(seconds), 1e-9);
   }
-  EXPECT_EQ(progress.text().rfind("step 5/100 | loss ", 0), 0u) << progress.text();
+  EXPECT_EQ(progress.text().rfind("step 5/100 | loss(ema) ", 0), 0u) << progress.text();
   EXPECT_NE(progress.text().find("| lr 1.0e-3 | gnorm 0.5 |"), std::string::npos)
       << progress.text();
   EXPECT_NE(progress.text().find(" tok/s | eta "), std::string::npos);

@@ -241,6 +241,11 @@ TEST_F(TrainerTest, LossFallsAndMetricsFollowTheirCadence) {
   options.log_every = log_every;
   options.eval_every = eval_every;
   options.tensorboard = true;
+  std::vector<double> step_losses;  // every step's loss, to recompute the smoothed one
+  options.on_step = [&](const train::StepReport& report) {
+    step_losses.push_back(report.loss);
+    return true;
+  };
   train::Trainer trainer(setup.task, setup.optimizer, *setup.schedule, options);
   const train::TrainOutcome outcome = trainer.run();
 
@@ -265,6 +270,15 @@ TEST_F(TrainerTest, LossFallsAndMetricsFollowTheirCadence) {
     EXPECT_EQ(line.at("lr").get<double>(), setup.schedule->lr(step));
     EXPECT_GT(line.at("grad_norm").get<double>(), 0.0);
     EXPECT_TRUE(line.contains("tokens_per_s"));
+    // `loss` is this step's loss; `loss_ema` the console's smoothed loss: the bias-corrected
+    // exponential moving average (decay 0.9) of every step's loss so far.
+    ASSERT_EQ(step_losses.size(), static_cast<size_t>(total));
+    EXPECT_EQ(line.at("loss").get<double>(), step_losses[step - 1]);
+    double ema = 0;
+    for (int64_t s = 0; s < step; ++s) ema = 0.9 * ema + 0.1 * step_losses[s];
+    EXPECT_NEAR(line.at("loss_ema").get<double>(), ema / (1.0 - std::pow(0.9, step)),
+                1e-12 * std::abs(ema))
+        << "step " << step;
   }
 
   // The loss falls: train lines (whose input noise leaves a floor) and the validation loss
