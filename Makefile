@@ -10,7 +10,8 @@ PACKAGES   := g++ cmake ninja-build pkg-config libdnnl-dev libprotobuf-dev proto
               libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev libsentencepiece-dev \
               libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev libssl-dev \
               python3-numpy libopenmpi-dev openmpi-bin libpcre2-dev libicu-dev \
-              python3-dev pybind11-dev python3-venv python3-setuptools python3-wheel python3-torch
+              python3-dev pybind11-dev python3-venv python3-setuptools python3-wheel python3-torch \
+              librsvg2-bin
 
 # `make fuzz` also needs clang with libFuzzer and its OpenMP runtime.
 FUZZ_PACKAGES := clang-14 libclang-rt-14-dev libomp-14-dev

@@ -7,9 +7,16 @@
 
 namespace rota::experiments {
 
-/// Writes into report.out and returns (titles and file names):
+/// Series drawn in one panel at most; more variants are split into panels (small multiples).
+inline constexpr int kMaxSeriesPerPanel = 8;
+
+/// Writes into report.out and returns (titles and file names) small-multiples charts
+/// (render_small_multiples: shared axes, direct line labels, no legend over the data) with at
+/// most kMaxSeriesPerPanel variants per panel — one panel when they fit, else one per level of
+/// the grid's first axis, else groups of variants each with the baseline:
 /// - validation_curves.svg: the first stage's validation primary metric against the step, per
-///   variant the mean over its finished seeds with a min–max band (log y for perplexity);
+///   variant the mean over its finished seeds with a min–max band (log y for perplexity); left
+///   out when no result has a curve (results rebuilt from results.csv);
 /// - finetune_validation_curves.svg: the same for a follow-up stage;
 /// - extrapolation.svg (with two or more context multipliers): the test primary metric against
 ///   the multiplier of the training length (log x), one line per variant, mean over seeds with

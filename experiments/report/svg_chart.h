@@ -17,6 +17,7 @@ struct ChartSeries {
 
 struct ChartOptions {
   std::string title;
+  std::string subtitle;  // a second, smaller line under the title (small multiples only)
   std::string x_label, y_label;
   bool log_x = false;  // logarithmic axes (non-positive values are left out)
   bool log_y = false;
@@ -31,6 +32,23 @@ struct ChartOptions {
 /// data-series="NAME">` and a circle per point, and a legend with every name. Colours cycle
 /// through a fixed palette in series order. Text is XML-escaped.
 std::string render_line_chart(const ChartOptions& options, const std::vector<ChartSeries>& series);
+
+/// One panel of a small-multiples chart: a title and at most about 8 series.
+struct ChartPanel {
+  std::string title;
+  std::vector<ChartSeries> series;
+};
+
+/// Panels side by side (`columns` per row), sharing both axes so they compare at a glance;
+/// options.width / height are one panel's plot area. Each panel is a `<g class="panel"
+/// data-panel="TITLE">` with its title, grid, labelled ticks (log axes: decades, 1-2-5 or finer
+/// steps, else round values, so at least 4 labels span the data), per series a shaded band,
+/// a `<path class="line" data-series="NAME">` with a circle per point, and a direct label
+/// (`<text class="label">`) right of the plot at the line's last point, spread apart so labels
+/// never overlap, joined to the line by a thin leader: no legend covers the data. Colours and
+/// dashes restart in each panel.
+std::string render_small_multiples(const ChartOptions& options,
+                                   const std::vector<ChartPanel>& panels, int columns);
 
 /// About `target` round tick values (1, 2 or 5 × 10^k steps) covering [low, high].
 std::vector<double> nice_ticks(double low, double high, int target = 5);
