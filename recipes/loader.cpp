@@ -37,7 +37,7 @@ std::string format_issues(const std::vector<Issue>& issues, const SourceMap& sou
   for (const Issue& issue : issues) {
     std::string where;
     for (const AppliedOverride& override_ : applied) {
-      if (related_paths(override_.path, issue.path)) where = "--set " + override_.text;
+      if (related_paths(override_.path, issue.path)) where = override_display(override_.text);
     }
     if (where.empty()) where = source.locate(Recipe::descriptor(), issue.path);
     if (!report.empty()) report += "\n";
@@ -47,10 +47,10 @@ std::string format_issues(const std::vector<Issue>& issues, const SourceMap& sou
     const size_t dot = issue.path.rfind('.');
     const std::string parent = dot == std::string::npos ? "" : issue.path.substr(0, dot);
     if (issue.message.rfind("does not apply", 0) == 0 && !parent.empty() &&
-        where.rfind("--set ", 0) != 0) {
+        where.rfind("--", 0) != 0) {
       for (const AppliedOverride& override_ : applied) {
         if (override_.path.rfind(parent + ".", 0) == 0) {
-          report += " (after --set " + override_.text +
+          report += " (after " + override_display(override_.text) +
                     ", replace the whole block instead: --set '" + parent + "={...}')";
           break;
         }

@@ -21,6 +21,11 @@ namespace rota::recipes {
 namespace pb = google::protobuf;
 using FD = pb::FieldDescriptor;
 
+std::string override_display(std::string_view text) {
+  if (!text.empty() && text.front() == kUnsetMark) return "--unset " + std::string(text.substr(1));
+  return "--set " + std::string(text);
+}
+
 namespace {
 
 /// The override being applied, for error messages.
@@ -30,7 +35,7 @@ struct Context {
 };
 
 [[noreturn]] void fail(const Context& context, const std::string& what) {
-  std::string message = "--set " + std::string(context.text) + ": ";
+  std::string message = override_display(context.text) + ": ";
   if (!context.path.empty()) message += context.path + ": ";
   throw RecipeError(message + what);
 }
@@ -290,7 +295,43 @@ const FD* find_field(const Context& context, const pb::Message& message, const s
 
 }  // namespace
 
+/// `--unset PATH`: the field at PATH back to its default (a message field absent); nothing to
+/// do where an enclosing message is absent already.
+std::string apply_unset(pb::Message& root, std::string_view text) {
+  Context context{text, ""};
+  const std::string_view path = trim(text.substr(1));
+  if (path.empty()) fail(context, "expected a field path");
+  pb::Message* message = &root;
+  for (size_t begin = 0;;) {
+    size_t end = path.find('.', begin);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string name(path.substr(begin, end - begin));
+    if (!is_identifier(name)) fail(context, "malformed field path '" + std::string(path) + "'");
+    const FD* field = find_field(context, *message, name);
+    context.path += (context.path.empty() ? "" : ".") + name;
+    const pb::Reflection* reflection = message->GetReflection();
+    if (end == path.size()) {
+      reflection->ClearField(message, field);
+      return context.path;
+    }
+    if (field->cpp_type() != FD::CPPTYPE_MESSAGE || field->is_repeated()) {
+      fail(context,
+           "is not a message, so it has no field '" + std::string(path.substr(end + 1)) + "'");
+    }
+    if (!reflection->HasField(*message, field)) {
+      // Absent already: check the rest of the path against the schema, then nothing to clear.
+      const pb::Message& defaults = reflection->GetMessage(*message, field);
+      std::unique_ptr<pb::Message> scratch(defaults.New());
+      apply_unset(*scratch, "!" + std::string(path.substr(end + 1)));
+      return std::string(path);
+    }
+    message = reflection->MutableMessage(message, field);
+    begin = end + 1;
+  }
+}
+
 std::string apply_override(pb::Message& root, std::string_view text) {
+  if (!text.empty() && text.front() == kUnsetMark) return apply_unset(root, text);
   Context context{text, ""};
   const size_t equals = text.find('=');
   if (equals == std::string_view::npos) fail(context, "expected PATH=VALUE (or PATH+=VALUE)");

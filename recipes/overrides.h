@@ -24,6 +24,14 @@ namespace rota::recipes {
 /// A repeated field needs `[...]` or `+=`; `+=` needs a repeated field.
 /// Throws RecipeError("--set TEXT: field.path: what") for unknown names (with a suggestion),
 /// a value of the wrong type or out of range, or malformed syntax.
+/// - `!a.b` (what `--unset a.b` passes): the field back to its default; a message field (a
+///   section such as `finetune`, or a oneof member) becomes absent.
 std::string apply_override(google::protobuf::Message& root, std::string_view text);
+
+/// The mark that makes an override an unset: `std::string(1, kUnsetMark) + path`.
+inline constexpr char kUnsetMark = '!';
+
+/// How an override reads in messages: "--set a.b=v" or "--unset a.b".
+std::string override_display(std::string_view text);
 
 }  // namespace rota::recipes

@@ -11,6 +11,7 @@
 #include "app/tasks/checkpoint_task.h"
 #include "framework/autograd/grad_mode.h"
 #include "framework/io/log.h"
+#include "recipes/loader.h"
 
 namespace rota::app {
 
@@ -20,6 +21,11 @@ int run_evaluation(const EvalRequest& request) {
   CheckpointTask loaded = load_checkpoint_task(
       request.checkpoint, request.context,
       [&](recipes::Recipe& recipe) {
+        if (!request.overrides.empty()) {
+          recipe =
+              recipes::load_recipe_text(recipes::format_recipe(recipe),
+                                        request.checkpoint + " (its recipe)", request.overrides);
+        }
         if (request.data.empty()) return;
         EvalData on_data = recipe_on_data(recipe, request.data, request.split);
         recipe = std::move(on_data.recipe);

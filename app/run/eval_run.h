@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rota::app {
 
@@ -13,6 +14,9 @@ struct EvalRequest {
   int64_t batches = 0;     // 0: the whole split
   int64_t context = 0;     // tokens per window; 0: the recipe's data.sequence_length
   int64_t max_memory = 0;  // bytes evaluation may use (--max-memory); 0: what is available
+  /// --set / --unset on the checkpoint's recipe (e.g. data.batch_size, train.threads), applied
+  /// and re-validated before anything is built; model fields must still fit the weights.
+  std::vector<std::string> overrides;
 };
 
 /// Evaluates in the precision the model was trained in and prints

@@ -15,7 +15,7 @@ std::vector<Command> add_bench_commands(CLI::App& app) {
       "train",
       "Time full training steps of a recipe; last line: tokens_per_s=… step_ms=… gflops=… mfu=…");
   train->add_option("recipe", request->recipe, "Recipe file")->required();
-  train->add_option("--set", request->overrides, "Override a recipe field (repeatable)");
+  add_override_options(*train, request->overrides, "the recipe");
   train->add_option("--steps", request->steps, "Timed steps (default 10)")
       ->check(positive_number());
   train->add_option("--warmup", request->warmup, "Untimed steps first (default 2)")

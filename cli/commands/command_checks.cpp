@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "app/setup/memory_budget.h"
+#include "recipes/overrides.h"
 #include "recipes/recipe_error.h"
 
 namespace rota::cli {
@@ -182,6 +183,27 @@ std::optional<std::string> unknown_option_message(const CLI::App& app,
     return message + fmt::format(". Run {} --help for the options.", path);
   }
   return std::nullopt;
+}
+
+void add_override_options(CLI::App& command, std::vector<std::string>& overrides,
+                          const std::string& what) {
+  // Callbacks run as each option is parsed, so --set and --unset keep their order.
+  command
+      .add_option_function<std::string>(
+          "--set", [&overrides](const std::string& text) { overrides.push_back(text); },
+          "Override a field of " + what + ": --set model.layers=6 (repeatable)")
+      ->trigger_on_parse()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  command
+      .add_option_function<std::string>(
+          "--unset",
+          [&overrides](const std::string& path) {
+            overrides.push_back(std::string(1, recipes::kUnsetMark) + path);
+          },
+          "Remove a field or section of " + what +
+              " (back to its default): --unset finetune (repeatable)")
+      ->trigger_on_parse()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 void add_max_memory_option(CLI::App& command, int64_t& bytes, const std::string& what) {

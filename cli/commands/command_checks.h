@@ -28,6 +28,12 @@ CLI::Validator finite_non_negative_number();
 std::optional<std::string> unknown_option_message(const CLI::App& app,
                                                   const std::vector<std::string>& args);
 
+/// Adds `--set PATH=VALUE` and `--unset PATH` (both repeatable) to `command`, appending to
+/// `overrides` in command-line order (an unset is recipes::kUnsetMark + PATH): `what` says what
+/// they apply to, for the help text.
+void add_override_options(CLI::App& command, std::vector<std::string>& overrides,
+                          const std::string& what);
+
 /// Adds `--max-memory SIZE` to `command`: the bytes of SIZE (16G, 512MB, ...) go to `bytes`; a
 /// malformed size is a usage error naming the option.
 void add_max_memory_option(CLI::App& command, int64_t& bytes, const std::string& what);

@@ -24,8 +24,7 @@ std::vector<Command> add_data_commands(CLI::App& app) {
   prepare->add_option("recipe", request->recipe,
                       "Recipe whose data section names the corpus and tokenizer (optional)");
   prepare->add_option("--out", request->out, "The prepared directory to write")->required();
-  prepare->add_option("--set", request->overrides,
-                      "Override a recipe field: --set data.tokenizer.vocab_size=8000 (repeatable)");
+  add_override_options(*prepare, request->overrides, "the recipe");
   prepare->add_option("--corpus", request->corpus,
                       "Corpus name or path (replaces the recipe's data source)");
   prepare->add_option("--tokenizer", request->tokenizer,

@@ -23,6 +23,7 @@ Command add_eval_command(CLI::App& app) {
                   "(length extrapolation)")
       ->check(positive_number());
   add_max_memory_option(*cmd, request->max_memory, "the evaluation");
+  add_override_options(*cmd, request->overrides, "the checkpoint's recipe");
   return {cmd, [request] { return app::run_evaluation(*request); }};
 }
 

@@ -12,8 +12,7 @@ Command add_train_command(CLI::App& app, const std::string& program) {
   request->program = program;
   CLI::App* cmd = app.add_subcommand("train", "Train the model a recipe describes");
   cmd->add_option("recipe", request->recipe, "Recipe file (.txtpb)")->required();
-  cmd->add_option("--set", request->overrides,
-                  "Override a recipe field: --set model.layers=6 (repeatable)");
+  add_override_options(*cmd, request->overrides, "the recipe");
   cmd->add_option("--out", request->out, "Run directory (default: runs/<recipe name>)");
   cmd->add_flag("--resume", request->resume,
                 "Continue from the run directory's latest checkpoint (bit-exact)");

@@ -48,6 +48,34 @@ TEST(CliErgonomics, AValueThatLooksLikeAnOptionIsAValue) {
   }
 }
 
+TEST(CliErgonomics, UnsetRemovesASectionAndEvalTakesOverrides) {
+  testing::TempDir dir;
+  const std::string run = (dir / "run").string();
+  // The shipped fine-tuning recipe without its pretrained run: --unset finetune trains it from
+  // scratch (with finetune it needs runs/mlm-wikitext2-lrpe).
+  const std::string recipe =
+      std::string(ROTA_SOURCE_DIR) + "/recipes/classifier/sst2_from_mlm.txtpb";
+  const std::string shorter = " --set train.steps=2 --set schedule.warmup_steps=0";
+  expect_output(rota("train " + recipe + " --out " + run + shorter), 1, {"checkpoint runs/mlm"});
+  expect_output(rota("train " + recipe + " --out " + run + " --unset finetune" + shorter +
+                     " --set train.eval_batches=1"),
+                0, {"step=2 run="});
+  expect_output(rota("train " + recipe + " --unset finetun"), 2,
+                {"--unset finetun: unknown field 'finetun' (did you mean 'finetune'?)"});
+  // rota eval --set: the same numbers with another batch size; a field that changes the model's
+  // shapes is refused by the strict load; an unknown field by name.
+  const testing::CommandResult base = rota("eval " + run + " --split valid");
+  const testing::CommandResult batched =
+      rota("eval " + run + " --split valid --set data.batch_size=3");
+  ASSERT_EQ(base.code, 0) << base.output;
+  ASSERT_EQ(batched.code, 0) << batched.output;
+  const std::string loss = base.output.substr(base.output.rfind("loss="), 14);
+  EXPECT_NE(batched.output.find(loss), std::string::npos) << loss << "\n" << batched.output;
+  expect_output(rota("eval " + run + " --set model.width=64"), 1, {"checkpoint has shape"});
+  expect_output(rota("eval " + run + " --set data.batch_sz=3"), 2,
+                {"--set data.batch_sz=3: data: unknown field 'batch_sz'"});
+}
+
 TEST(CliErgonomics, AMisspeltCorpusNamesTheClosestOne) {
   expect_output(rota("data fetch wikitext2"), 2,
                 {"unknown corpus 'wikitext2' (did you mean 'wikitext-2'?)"});

@@ -1,9 +1,11 @@
 // `--set` overrides: scalars, enums, nesting, oneofs, repeated fields, every bad path and value.
 #include <gtest/gtest.h>
 
+#include "recipes/loader.h"
 #include "recipes/overrides.h"
 #include "recipes/recipe.pb.h"
 #include "recipes/recipe_error.h"
+#include "tests/recipes/recipe_test_util.h"
 
 namespace rota::recipes {
 namespace {
@@ -264,6 +266,60 @@ TEST(RecipeOverride, RepeatedMessageCannotBeAMiddleStep) {
   EXPECT_EQ(override_error(ablation, "variant.name=x"),
             "--set variant.name=x: variant: is a repeated message; replace it whole with "
             "variant=[{...}, ...] or append with variant+={...}");
+}
+
+}  // namespace
+}  // namespace rota::recipes
+
+namespace rota::recipes {
+namespace {
+
+TEST(RecipeUnset, ClearsASectionAScalarAndAOneofMember) {
+  Recipe recipe = load_recipe_text(rota::recipes::testing::kBaseRecipe, "t");
+  recipe.mutable_finetune()->set_init_from("runs/x");
+  recipe.mutable_model()->set_layers(7);
+  EXPECT_EQ(apply_override(recipe, "!finetune"), "finetune");
+  EXPECT_FALSE(recipe.has_finetune());
+  EXPECT_EQ(apply_override(recipe, "!model.layers"), "model.layers");
+  EXPECT_FALSE(recipe.model().has_layers());
+  EXPECT_EQ(recipe.model().layers(), Model().layers());  // the schema default again
+  ASSERT_TRUE(recipe.model().position().has_lrpe());
+  apply_override(recipe, "!model.position.lrpe");
+  EXPECT_EQ(recipe.model().position().encoding_case(), Position::ENCODING_NOT_SET);
+  // A path inside an absent section is checked against the schema, then nothing to clear.
+  EXPECT_EQ(apply_override(recipe, "!finetune.init_from"), "finetune.init_from");
+  EXPECT_FALSE(recipe.has_finetune());
+}
+
+TEST(RecipeUnset, UnknownFieldsAreNamedAsTheUnsetOption) {
+  Recipe recipe = load_recipe_text(rota::recipes::testing::kBaseRecipe, "t");
+  try {
+    apply_override(recipe, "!finetun");
+    FAIL() << "accepted";
+  } catch (const RecipeError& error) {
+    EXPECT_EQ(std::string(error.what())
+                  .rfind("--unset finetun: unknown field 'finetun' (did you "
+                         "mean 'finetune'?)",
+                         0),
+              0u)
+        << error.what();
+  }
+  EXPECT_THROW(apply_override(recipe, "!model.width.x"), RecipeError);
+  EXPECT_THROW(apply_override(recipe, "!finetune.nosuch"), RecipeError);
+  EXPECT_THROW(apply_override(recipe, "!"), RecipeError);
+}
+
+TEST(RecipeUnset, OrderWithSetMattersAndRecipesRevalidate) {
+  const std::vector<std::string> unset_then_set = {"!train", "train.steps=5"};
+  EXPECT_EQ(
+      load_recipe_text(rota::recipes::testing::kBaseRecipe, "t", unset_then_set).train().steps(),
+      5);
+  // Unsetting the length leaves a recipe without steps or epochs: refused, naming --unset.
+  const std::vector<std::string> unset_length = {"!train.steps"};
+  const std::string error =
+      rota::recipes::testing::load_error(rota::recipes::testing::kBaseRecipe, unset_length);
+  EXPECT_NE(error.find("train: set exactly one of steps or epochs"), std::string::npos) << error;
+  EXPECT_NE(error.find("--unset train.steps"), std::string::npos) << error;
 }
 
 }  // namespace
