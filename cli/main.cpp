@@ -28,8 +28,8 @@ int dispatch(int argc, char** argv) {
   std::vector<Command> commands = {add_train_command(app, argc > 0 ? argv[0] : "rota"),
                                    add_eval_command(app), add_predict_command(app),
                                    add_generate_command(app), add_ablate_command(app)};
-  for (std::vector<Command> group :
-       {add_bench_commands(app), add_data_commands(app), add_export_commands(app)}) {
+  for (std::vector<Command> group : {add_bench_commands(app), add_data_commands(app),
+                                     add_recipe_commands(app), add_export_commands(app)}) {
     commands.insert(commands.end(), group.begin(), group.end());
   }
   // CLI11 says only "A subcommand is required" for `rota trian`: name the word, and the closest.

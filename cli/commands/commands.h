@@ -25,6 +25,8 @@ Command add_ablate_command(CLI::App& app);
 std::vector<Command> add_bench_commands(CLI::App& app);
 /// `data list`, `data fetch`, `data prepare` and `data verify`.
 std::vector<Command> add_data_commands(CLI::App& app);
+/// `recipe show` and `recipe diff`.
+std::vector<Command> add_recipe_commands(CLI::App& app);
 /// `export hf`.
 std::vector<Command> add_export_commands(CLI::App& app);
 

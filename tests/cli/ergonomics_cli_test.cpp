@@ -76,6 +76,24 @@ TEST(CliErgonomics, UnsetRemovesASectionAndEvalTakesOverrides) {
                 {"--set data.batch_sz=3: data: unknown field 'batch_sz'"});
 }
 
+TEST(CliErgonomics, RecipeShowAndDiff) {
+  expect_output(rota("recipe show " + kTiny + " --set model.layers=3"), 0,
+                {"# the resolved recipe of", "  layers: 3\n", "  ffn_activation: GELU\n"});
+  const std::string rope = std::string(ROTA_SOURCE_DIR) + "/recipes/causal_lm/wikitext2_rope.txtpb";
+  const std::string lrpe =
+      std::string(ROTA_SOURCE_DIR) + "/recipes/causal_lm/wikitext2_lrpe_type2.txtpb";
+  expect_output(rota("recipe diff " + lrpe + " " + rope), 0,
+                {"9 fields differ", "  model.position.lrpe.p: HOUSEHOLDER → (unset)\n",
+                 "  model.position.rope.base: (unset) → 10000\n"});
+  expect_output(rota("recipe diff " + kTiny + " " + kTiny), 0, {"the recipes are the same"});
+  testing::TempDir dir;
+  const std::string run = (dir / "run").string();
+  ASSERT_EQ(rota("train " + kTiny + " --out " + run + " --set train.steps=2").code, 0);
+  expect_output(rota("recipe diff " + run + " " + kTiny), 0,
+                {"1 field differs", "  train.steps: 2 → 20\n"});
+  expect_output(rota("recipe show nosuch.txtpb"), 2, {"nosuch.txtpb: cannot open the file"});
+}
+
 TEST(CliErgonomics, AMisspeltCorpusNamesTheClosestOne) {
   expect_output(rota("data fetch wikitext2"), 2,
                 {"unknown corpus 'wikitext2' (did you mean 'wikitext-2'?)"});
