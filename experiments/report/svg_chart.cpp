@@ -115,11 +115,12 @@ std::vector<double> fill_log_ends(const Axis& axis, std::vector<double> ticks) {
 std::vector<double> axis_ticks(const Axis& axis) {
   if (!axis.log) return nice_ticks(axis.low, axis.high);
   const double low = std::pow(10.0, axis.low), high = std::pow(10.0, axis.high);
-  // Decades, then 1-2-5, then finer mantissas: the first set that labels at least 4 values
-  // across the range (at most 10); a range inside one short stretch of a decade (230 to 480)
+  // Decades, then 1-2-5, then finer mantissas: the first set that labels 5 to 12 values
+  // across the range; a range inside one short stretch of a decade (230 to 480)
   // gets round linear values (250, 300, ...) placed on the log scale.
   const std::vector<std::vector<double>> mantissas = {
       {1}, {1, 2, 5}, {1, 1.5, 2, 3, 5, 7}, {1, 2, 3, 4, 5, 6, 7, 8, 9}};
+  std::vector<double> previous;
   for (const std::vector<double>& set : mantissas) {
     std::vector<double> ticks;
     for (int e = static_cast<int>(std::floor(axis.low));
@@ -129,15 +130,16 @@ std::vector<double> axis_ticks(const Axis& axis) {
         if (v >= low && v <= high) ticks.push_back(v);
       }
     }
-    if (ticks.size() >= 5 && ticks.size() <= 10) return fill_log_ends(axis, ticks);
-    if (ticks.size() > 10) {
-      // Many decades: every k-th one.
-      if (set.size() > 1) break;
+    if (ticks.size() >= 5 && ticks.size() <= 12) return fill_log_ends(axis, ticks);
+    if (ticks.size() > 12) {
+      // Too many: the coarser set when it labelled a few values, else every k-th decade.
+      if (previous.size() >= 3) return fill_log_ends(axis, previous);
       const size_t stride = (ticks.size() + 7) / 8;
       std::vector<double> thinned;
       for (size_t i = 0; i < ticks.size(); i += stride) thinned.push_back(ticks[i]);
       return fill_log_ends(axis, thinned);
     }
+    previous = std::move(ticks);
   }
   std::vector<double> ticks = nice_ticks(low, high, 6);
   std::erase_if(ticks, [](double v) { return v <= 0; });

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -26,6 +27,7 @@
 #include "app/run/train_run.h"
 #include "app/setup/context_length.h"
 #include "experiments/ablate_run.h"
+#include "experiments/ablation_runner.h"
 #include "experiments/report/summary_stats.h"
 #include "experiments/report/svg_chart.h"
 #include "experiments/report/text_table.h"
@@ -35,6 +37,7 @@
 #include "framework/io/checkpoint_paths.h"
 #include "recipes/ablation.h"
 #include "tests/framework/io/io_test_util.h"
+#include "tests/support/program.h"
 #include "tests/support/run_metrics.h"
 #include "tests/support/temp_dir.h"
 
@@ -290,6 +293,24 @@ TEST(Ablate, TinyAblationWritesTheCsvTheMarkdownAndThePlots) {
   EXPECT_NE(md.find("](validation_curves.svg)"), std::string::npos);
   EXPECT_NE(md.find("](extrapolation.svg)"), std::string::npos);
   EXPECT_NE(md.find("PNG"), std::string::npos);  // made, or why not
+  // baseline: "lrpe": NoPE's paired differences with a 95% interval and a verdict.
+  const size_t against = md.find("## Against the baseline");
+  ASSERT_NE(against, std::string::npos) << md;
+  EXPECT_NE(md.find("| nope | lrpe | ", against), std::string::npos) << md.substr(against);
+  EXPECT_NE(md.find("difference per seed (1, 2)", against), std::string::npos);
+  // PNGs are always made (librsvg2-bin is part of the set-up): real PNG files.
+  for (const char* png : {"validation_curves.png", "extrapolation.png"}) {
+    const std::string bytes = read_bytes(out / png);
+    ASSERT_GT(bytes.size(), 8u) << png;
+    EXPECT_EQ(bytes.substr(1, 3), "PNG") << png;
+    EXPECT_NE(md.find(std::string("PNG: [") + png), std::string::npos) << png;
+  }
+  // ablate.log: each run's start, and its end with the ablation's ETA.
+  const std::string log = read_bytes(out / "ablate.log");
+  EXPECT_NE(log.find("start nope seed 1 (run 1 of 4)"), std::string::npos) << log;
+  EXPECT_NE(log.find("start lrpe seed 2 (run 4 of 4)"), std::string::npos) << log;
+  EXPECT_EQ(count(log, "runs done"), 4u) << log;
+  EXPECT_NE(log.find("4 of 4 runs done, 0 running; ETA 0 s"), std::string::npos) << log;
 
   // The plots: well-formed SVG with one line per variant.
   for (const char* name : {"validation_curves.svg", "extrapolation.svg"}) {
@@ -302,6 +323,58 @@ TEST(Ablate, TinyAblationWritesTheCsvTheMarkdownAndThePlots) {
           << name << " " << variant;
     }
   }
+}
+
+TEST(Ablate, ProgressLinesNameEachRunningRunsStepAndTheEta) {
+  TempDir tmp;
+  AblationRunOptions options;
+  options.ablation_file = source_path(kTinyAblation);
+  options.out = tmp / "out";
+  options.program = rota_binary();
+  options.eval_batches = 2;
+  options.progress_seconds = 0.01;  // many progress lines during these short runs
+  const AblationOutcome outcome = run_ablation(options);
+  EXPECT_EQ(outcome.finished, 4);
+  const std::string log = read_bytes(tmp / "out" / "ablate.log");
+  // "progress: nope seed 1: stage 1/1 step 3/6 (50%), running for 0 s" and
+  // "progress: 1 of 4 runs done, 1 running; ETA ...".
+  const std::regex running(
+      "progress: (nope|lrpe) seed [12]: (starting|stage 1/1 step [0-6]/6 "
+      "\\([0-9]+%\\)), running for [0-9]+ s");
+  EXPECT_TRUE(std::regex_search(log, running)) << log;
+  const std::regex eta("progress: [0-4] of 4 runs done, [01] running; ETA");
+  EXPECT_TRUE(std::regex_search(log, eta)) << log;
+}
+
+TEST(Ablate, FromCsvRebuildsTheCommittedEncodingsReport) {
+  // docs/ablations/encodings-causal/ is what `rota ablate ... --from-csv` writes from its
+  // results.csv (the command docs/ablations.md shows); rebuilt here into another directory, the
+  // report differs only by the output directory and the time.
+  TempDir tmp;
+  const std::string committed = source_path("docs/ablations/encodings-causal");
+  const auto result =
+      rota::testing::run_command("cd " + std::string(ROTA_SOURCE_DIR) + " && " + rota_binary() +
+                                 " ablate recipes/ablations/encodings_causal.txtpb --from-csv "
+                                 "docs/ablations/encodings-causal/results.csv --out " +
+                                 (tmp / "out").string());
+  ASSERT_EQ(result.code, 0) << result.output;
+  EXPECT_NE(result.output.find("ablation: 24 of 24 runs finished"), std::string::npos)
+      << result.output;
+  auto normalised = [](std::string md, const std::string& out) {
+    md = std::regex_replace(md, std::regex("Generated [0-9-]+ [0-9:]+ UTC"), "Generated TIME");
+    const std::string option = "--out " + out;
+    const size_t at = md.find(option);
+    if (at != std::string::npos) md.replace(at, option.size(), "--out OUT");
+    return md;
+  };
+  EXPECT_EQ(normalised(read_bytes(tmp / "out" / "results.md"), (tmp / "out").string()),
+            normalised(read_bytes(fs::path(committed) / "results.md"),
+                       "docs/ablations/encodings-causal"));
+  EXPECT_EQ(read_bytes(tmp / "out" / "results.csv"),
+            read_bytes(fs::path(committed) / "results.csv"));
+  EXPECT_EQ(read_bytes(tmp / "out" / "extrapolation.svg"),
+            read_bytes(fs::path(committed) / "extrapolation.svg"));
+  EXPECT_FALSE(fs::exists(tmp / "out" / "validation_curves.svg"));  // no curves in the CSV
 }
 
 TEST(Ablate, ARerunKeepsFinishedRunsAndCompletesTheRest) {
