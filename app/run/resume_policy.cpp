@@ -8,6 +8,8 @@
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
 #include "framework/io/log.h"
+#include "recipes/loader.h"
+#include "recipes/recipe_error.h"
 
 namespace fs = std::filesystem;
 
@@ -28,6 +30,45 @@ std::string first_difference(const std::string& saved, const std::string& now) {
   }
 }
 
+namespace {
+
+/// When `now` differs from `saved` only by a longer train.steps / train.epochs: the note that the
+/// run is extended (with what happens to the schedule); else "".
+std::string run_extension(const std::string& saved_text, const std::string& now_text,
+                          const std::string& where) {
+  if (saved_text == now_text) return "";
+  recipes::Recipe saved, now;
+  try {
+    saved = recipes::load_recipe_text(saved_text, where);
+    now = recipes::load_recipe_text(now_text, "the recipe");
+  } catch (const recipes::RecipeError&) {
+    return "";
+  }
+  const recipes::Train& a = saved.train();
+  const recipes::Train& b = now.train();
+  const bool steps = a.has_steps() && b.has_steps() && b.steps() > a.steps();
+  const bool epochs = a.has_epochs() && b.has_epochs() && b.epochs() > a.epochs();
+  if (!steps && !epochs) return "";
+  recipes::Recipe aligned = saved;
+  *aligned.mutable_train() = saved.train();
+  if (steps) aligned.mutable_train()->set_steps(b.steps());
+  if (epochs) aligned.mutable_train()->set_epochs(b.epochs());
+  if (recipes::format_recipe(aligned) != recipes::format_recipe(now)) return "";
+  const recipes::Schedule::Kind kind = now.schedule().kind();
+  const bool decays = kind != recipes::Schedule::CONSTANT;
+  return fmt::format(
+      "--resume: extending the run from {} to {}{}",
+      steps ? std::to_string(a.steps()) + " steps" : fmt::format("{:g} epochs", a.epochs()),
+      steps ? std::to_string(b.steps()) + " steps" : fmt::format("{:g} epochs", b.epochs()),
+      decays ? fmt::format("; the {} schedule is recomputed over the new length, so the learning "
+                           "rate continues from the new curve (it rises again at the seam if "
+                           "the old one had decayed)",
+                           recipes::Schedule::Kind_Name(kind))
+             : "");
+}
+
+}  // namespace
+
 ResumeDecision decide_resume(const fs::path& run_dir, bool resume, const std::string& recipe_text) {
   ResumeDecision decision;
   const std::optional<fs::path> found =
@@ -39,7 +80,10 @@ ResumeDecision decide_resume(const fs::path& run_dir, bool resume, const std::st
         run_dir.string(), found->string());
   } else if (found) {
     const io::Checkpoint saved = io::load_checkpoint(*found);
-    if (saved.recipe_text != recipe_text) {
+    const std::string extension = run_extension(saved.recipe_text, recipe_text, found->string());
+    if (!extension.empty()) {
+      io::log_info("{}", extension);
+    } else if (saved.recipe_text != recipe_text) {
       decision.refusal = fmt::format(
           "--resume: the recipe differs from the one {} was trained with ({}); resume with the "
           "same recipe and --set overrides",

@@ -14,8 +14,10 @@ struct ResumeDecision {
 };
 
 /// Looks at `run_dir`: a checkpoint there is continued only with --resume (`resume`) and only
-/// when it was trained with the same resolved recipe (`recipe_text`); without a checkpoint
-/// --resume starts from scratch (and says so).
+/// when it was trained with the same resolved recipe (`recipe_text`) — or one whose only change
+/// is a longer run (train.steps or train.epochs raised: the run is extended, and a decaying
+/// schedule is recomputed over the new length); without a checkpoint --resume starts from
+/// scratch (and says so).
 ResumeDecision decide_resume(const std::filesystem::path& run_dir, bool resume,
                              const std::string& recipe_text);
 

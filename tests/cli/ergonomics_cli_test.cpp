@@ -94,6 +94,33 @@ TEST(CliErgonomics, RecipeShowAndDiff) {
   expect_output(rota("recipe show nosuch.txtpb"), 2, {"nosuch.txtpb: cannot open the file"});
 }
 
+TEST(CliErgonomics, ResumeExtendsAFinishedRunBitExactly) {
+  testing::TempDir dir;
+  const std::string extended = (dir / "extended").string();
+  const std::string straight = (dir / "straight").string();
+  ASSERT_EQ(rota("train " + kTiny + " --out " + extended + " --set train.steps=4").code, 0);
+  const testing::CommandResult more =
+      rota("train " + kTiny + " --out " + extended + " --set train.steps=6 --resume");
+  expect_output(more, 0,
+                {"--resume: extending the run from 4 steps to 6 steps", "continuing at step 5/6",
+                 "step=6 run="});
+  const testing::CommandResult once =
+      rota("train " + kTiny + " --out " + straight + " --set train.steps=6");
+  ASSERT_EQ(once.code, 0) << once.output;
+  // A constant schedule and bit-exact resume: the same numbers as one 6-step run.
+  const std::string loss = once.output.substr(once.output.rfind("loss="), 16);
+  EXPECT_NE(more.output.find(loss), std::string::npos) << loss << "\n" << more.output;
+  // Shorter is not an extension; a decaying schedule's treatment is said.
+  expect_output(rota("train " + kTiny + " --out " + extended + " --set train.steps=5 --resume"), 2,
+                {"--resume: the recipe differs", "steps: 6"});
+  const std::string cosine = (dir / "cosine").string();
+  const std::string kind = " --set schedule.kind=COSINE --set schedule.warmup_steps=1";
+  ASSERT_EQ(rota("train " + kTiny + " --out " + cosine + kind + " --set train.steps=3").code, 0);
+  expect_output(
+      rota("train " + kTiny + " --out " + cosine + kind + " --set train.steps=5 --resume"), 0,
+      {"extending the run from 3 steps to 5 steps; the COSINE schedule is recomputed"});
+}
+
 TEST(CliErgonomics, AMisspeltCorpusNamesTheClosestOne) {
   expect_output(rota("data fetch wikitext2"), 2,
                 {"unknown corpus 'wikitext2' (did you mean 'wikitext-2'?)"});
