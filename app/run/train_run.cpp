@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -164,6 +165,14 @@ recipes::Recipe load_request_recipe(distributed::Communicator& comm, const Train
   return recipes::load_recipe_text(request.recipe_text, request.recipe, request.overrides);
 }
 
+// Started by mpirun (or another MPI launcher), whatever the number of ranks.
+bool launched_by_mpirun() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
 // --dry-run: everything `rota train` checks and builds before its first step, reported, then
 // one forward pass of the first micro-batch; nothing is written into the run directory.
 int dry_run(const recipes::Recipe& recipe, const std::shared_ptr<distributed::Communicator>& comm,
@@ -267,6 +276,14 @@ int train_on_this_rank(const TrainRequest& request,
   options.stop_after_step = request.stop_after;
   options.communicator = comm_ptr;
   options.on_step = request.on_step;
+  options.progress_out = request.progress == ProgressMode::kNone ? nullptr : stdout;
+  if (request.progress == ProgressMode::kPlain ||
+      (request.progress == ProgressMode::kAuto &&
+       (comm.world_size() > 1 || launched_by_mpirun()))) {
+    // Open MPI gives ranks a pseudo-terminal even when mpirun's output goes to a file: a redrawn
+    // line there would fill the file with carriage returns and escape codes.
+    options.terminal = false;
+  }
   train::Trainer trainer(*setup.task, *setup.optimizer, *setup.schedule, options);
   if (latest) trainer.resume(*latest);
   const train::TrainOutcome outcome = trainer.run();

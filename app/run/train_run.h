@@ -10,6 +10,11 @@
 
 namespace rota::app {
 
+/// How training progress reaches stdout: a redrawn line on a terminal (auto: only when stdout is
+/// a terminal and the run is not launched by mpirun, whose output is usually a file), plain
+/// lines every train.log_every steps, or nothing (train.log and metrics.jsonl still get them).
+enum class ProgressMode { kAuto, kPlain, kNone };
+
 struct TrainRequest {
   std::string recipe;  // the recipe file (.txtpb)
   /// The recipe itself, when not read from a file (the Python bindings); `recipe` then only names
@@ -25,6 +30,7 @@ struct TrainRequest {
   /// Check everything and report (model size, FLOPs per token, memory estimate, the first
   /// micro-batch and its loss) without training or writing into the run directory.
   bool dry_run = false;
+  ProgressMode progress = ProgressMode::kAuto;
 };
 
 /// What a training run left: its exit code, its directory and the trainer's outcome.
