@@ -7,7 +7,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
 PACKAGES   := g++ cmake ninja-build pkg-config libdnnl-dev libprotobuf-dev protobuf-compiler \
-              libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev libsentencepiece-dev \
+              libfmt-dev nlohmann-json3-dev libcli11-dev libsentencepiece-dev \
               libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev libssl-dev \
               python3-numpy libopenmpi-dev openmpi-bin libpcre2-dev libicu-dev \
               python3-dev pybind11-dev python3-venv python3-setuptools python3-wheel python3-torch \
