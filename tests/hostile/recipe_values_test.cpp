@@ -90,6 +90,24 @@ TEST(HostileRecipeValues, ATokenizerFileOfAnotherKindIsRefused) {
   EXPECT_FALSE(fs::exists(dir / "run" / "checkpoints"));
 }
 
+TEST(HostileRecipeValues, HugeIdentifiersAndDeepNestingAreErrorsNotCrashes) {
+  // Both once crashed the reader (std::regex's recursion on a long identifier, protobuf's on
+  // deep nesting): each is now a located error, exit 2.
+  testing::TempDir dir;
+  const fs::path longid = dir / "longid.txtpb";
+  std::ofstream(longid) << "version: 1\n" << std::string(200000, 'a') << ": 1\n";
+  expect_refused(train(dir, longid),
+                 {"longid.txtpb:2:1: aaaa", "(200000 characters): unknown field"});
+  const fs::path deep = dir / "deep.txtpb";
+  {
+    std::ofstream out(deep);
+    out << "version: 1\nmodel ";
+    for (int i = 0; i < 5000; ++i) out << "{ a ";
+    for (int i = 0; i < 5000; ++i) out << "}";
+  }
+  expect_refused(train(dir, deep), {"deep.txtpb:2:", "nested more than 32 levels deep"});
+}
+
 TEST(HostileRecipeValues, AUtf8ByteOrderMarkIsAccepted) {
   testing::TempDir dir;
   const fs::path path = dir / "bom.txtpb";
