@@ -71,6 +71,7 @@ void ProgressLine::update(const StepProgress& progress) {
   const double now = options_.clock();
   const double decay = options_.smoothing;
   loss_ema_ = decay * loss_ema_ + (1 - decay) * progress.loss;
+  ++loss_updates_;
   step_seconds_ema_ = decay * step_seconds_ema_ + (1 - decay) * (now - last_time_);
   tokens_ema_ = decay * tokens_ema_ + (1 - decay) * static_cast<double>(progress.tokens);
   ++updates_;
@@ -100,7 +101,12 @@ void ProgressLine::finish() {
 }
 
 double ProgressLine::smoothed_loss() const {
-  return ema_value(loss_ema_, options_.smoothing, updates_);
+  return ema_value(loss_ema_, options_.smoothing, loss_updates_);
+}
+
+void ProgressLine::restore_smoothed_loss(double raw, int64_t steps) {
+  loss_ema_ = raw;
+  loss_updates_ = steps;
 }
 
 double ProgressLine::tokens_per_second() const {

@@ -56,6 +56,9 @@ class ProgressLine : public StatusLine {
   std::string text() const;
   /// Bias-corrected EMA of the loss (NaN before the first update).
   double smoothed_loss() const;
+  /// Continues the loss EMA of an earlier process (a resumed run): `raw` is its value before
+  /// bias correction after `steps` updates.
+  void restore_smoothed_loss(double raw, int64_t steps);
   /// Tokens per second from the smoothed step time and tokens per step.
   double tokens_per_second() const;
   /// Seconds left at the smoothed step time (NaN when total_steps is 0 or before any step).
@@ -75,7 +78,8 @@ class ProgressLine : public StatusLine {
   double last_draw_time_ = -1e300;
   int64_t updates_ = 0;
   StepProgress last_{};
-  double loss_ema_ = 0;  // EMAs without bias correction; see ema_value
+  int64_t loss_updates_ = 0;  // the loss EMA's own count (restore_smoothed_loss may set it)
+  double loss_ema_ = 0;       // EMAs without bias correction; see ema_value
   double step_seconds_ema_ = 0;
   double tokens_ema_ = 0;
 };

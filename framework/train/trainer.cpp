@@ -26,6 +26,13 @@ namespace fs = std::filesystem;
 namespace rota::train {
 namespace {
 
+/// Decay of the smoothed training loss (the progress line's default smoothing as well).
+constexpr double kLossEmaDecay = 0.9;
+
+}  // namespace
+
+namespace {
+
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -189,9 +196,13 @@ void Trainer::open_outputs(RunOutputs& out) const {
     io::log_to_file(io::LogLevel::kInfo, line);
   };
   out.progress = std::make_unique<io::ProgressLine>(progress_options);
+  // A resumed run's console continues the smoothed loss where the checkpoint left it.
+  out.progress->restore_smoothed_loss(state_.loss_ema(), state_.loss_ema_steps());
 }
 
 void Trainer::log_train_step(RunOutputs& out, const StepResult& result, int64_t step) {
+  state_.set_loss_ema(kLossEmaDecay * state_.loss_ema() + (1.0 - kLossEmaDecay) * result.loss);
+  state_.set_loss_ema_steps(state_.loss_ema_steps() + 1);
   out.window_tokens += static_cast<double>(result.tokens);
   out.window_allreduce_s += result.allreduce_s;
   ++out.window_steps;
@@ -216,9 +227,13 @@ void Trainer::log_train_step(RunOutputs& out, const StepResult& result, int64_t 
                           {"tokens_seen", state_.tokens_seen()},
                           {"tokens_per_s", tokens_per_s}};
   // The console shows a smoothed loss; the records keep this step's loss as `loss` and the
-  // console's value as `loss_ema`, each named for what it is.
-  const bool smoothed = out.progress != nullptr && std::isfinite(out.progress->smoothed_loss());
-  if (smoothed) record.emplace_back("loss_ema", out.progress->smoothed_loss());
+  // console's value as `loss_ema`, each named for what it is. The EMA lives in the train state,
+  // so it is saved with checkpoints and a resumed run logs the same numbers.
+  const double loss_ema =
+      state_.loss_ema() /
+      (1.0 - std::pow(kLossEmaDecay, static_cast<double>(state_.loss_ema_steps())));
+  const bool smoothed = state_.loss_ema_steps() > 0;
+  if (smoothed) record.emplace_back("loss_ema", loss_ema);
   if (data_parallel) {
     record.emplace_back("allreduce_s", allreduce_s);
     record.emplace_back("world_size", int64_t{comm_->world_size()});
@@ -229,7 +244,7 @@ void Trainer::log_train_step(RunOutputs& out, const StepResult& result, int64_t 
                                                         {"train/lr", result.lr},
                                                         {"train/grad_norm", result.grad_norm},
                                                         {"train/tokens_per_s", tokens_per_s}};
-    if (smoothed) scalars.emplace_back("train/loss_ema", out.progress->smoothed_loss());
+    if (smoothed) scalars.emplace_back("train/loss_ema", loss_ema);
     if (data_parallel) scalars.emplace_back("train/allreduce_s", allreduce_s);
     out.tensorboard->add_scalars(scalars, step);
   }
