@@ -78,7 +78,7 @@ TEST(CliMessages, NonFiniteAndNegativeNumberOptionsAreUsageErrorsNamingTheOption
       {"eval /nonexistent/run --context nan", "--context: must be a finite number > 0, got nan"},
       {"eval /nonexistent/run --batches -1", "--batches: must be >= 0, got -1"},
       {"predict /nonexistent/run --input x --batch-size 0", "--batch-size: must be > 0, got 0"},
-      {"train " + kTiny + " --stop-after -2", "--stop-after: must be >= 0, got -2"},
+      {"train " + kTiny + " --stop-after -2", "--stop-after: must be > 0, got -2"},
       {"bench train " + kTiny + " --steps 0", "--steps: must be > 0, got 0"},
       {"bench train " + kTiny + " --warmup -1", "--warmup: must be >= 0, got -1"},
       {"data prepare --out x --shard-mb -1", "--shard-mb: must be > 0, got -1"},

@@ -307,7 +307,10 @@ TEST(MpirunTrain, SigtermToOneRankStopsEveryRankAtTheSameStepWithACheckpoint) {
                                                         std::to_string(last.state.step())),
             1)
       << result.output;
-  EXPECT_NE(result.output.find("continue with: mpirun -np 2 rota train"), std::string::npos)
+  // The resume line repeats the command as invoked (the program's path, then its arguments).
+  EXPECT_NE(
+      result.output.find("continue with: mpirun -np 2 " + std::string(ROTA_BINARY) + " train"),
+      std::string::npos)
       << result.output;
 }
 
