@@ -7,6 +7,7 @@
 #include "experiments/ablation_runner.h"
 #include "experiments/subprocess.h"
 #include "framework/io/log.h"
+#include "recipes/overrides.h"
 
 namespace rota::experiments {
 
@@ -21,6 +22,13 @@ std::string ablate_command_line(const AblateRequest& args) {
     argv.insert(argv.end(), {"--eval-batches", std::to_string(args.eval_batches)});
   }
   if (!args.from_csv.empty()) argv.insert(argv.end(), {"--from-csv", args.from_csv});
+  for (const std::string& override_text : args.overrides) {
+    if (!override_text.empty() && override_text.front() == recipes::kUnsetMark) {
+      argv.insert(argv.end(), {"--unset", override_text.substr(1)});
+    } else {
+      argv.insert(argv.end(), {"--set", override_text});
+    }
+  }
   return command_line(argv);
 }
 
@@ -37,6 +45,7 @@ int run_ablate(const AblateRequest& args) {
   options.program = args.rota_binary.empty() ? "/proc/self/exe" : args.rota_binary;
   options.command = ablate_command_line(args);
   options.from_csv = args.from_csv;
+  options.overrides = args.overrides;
   const AblationOutcome outcome = run_ablation(options);
   const std::filesystem::path report = outcome.out / "results.md";
   std::printf("ablation: %d of %zu runs finished, %d failed, %d unfinished; results=%s\n",

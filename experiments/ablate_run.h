@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rota::experiments {
 
@@ -16,6 +17,7 @@ struct AblateRequest {
   std::string rota_binary;
   /// Rebuild the reports from this results.csv instead of running (see AblationRunOptions).
   std::string from_csv;
+  std::vector<std::string> overrides;  // --set / --unset applied to every run
 };
 
 /// Runs the ablation (run_ablation) and prints how many runs finished, failed or are

@@ -207,7 +207,8 @@ void write_reports(AblationReport& report) {
 }  // namespace
 
 AblationOutcome run_ablation(const AblationRunOptions& options) {
-  const recipes::AblationPlan plan = recipes::load_ablation(options.ablation_file);
+  const recipes::AblationPlan plan =
+      recipes::load_ablation(options.ablation_file, options.overrides);
   AblationOutcome outcome;
   outcome.out = options.out.empty() ? default_ablation_out(plan) : options.out;
   fs::create_directories(outcome.out);

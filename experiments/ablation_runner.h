@@ -12,7 +12,8 @@ namespace rota::experiments {
 
 struct AblationRunOptions {
   std::filesystem::path ablation_file;
-  std::filesystem::path out;  // empty: runs/ablations/<ablation name>
+  std::vector<std::string> overrides;  // --set / --unset for every run (after the file's own)
+  std::filesystem::path out;           // empty: runs/ablations/<ablation name>
   int jobs = 1;              // runs at once; each child gets OMP_NUM_THREADS = max(1, cores / jobs)
   int64_t eval_batches = 0;  // --batches of every evaluation; 0: whole splits
   std::string program;       // executable for the children (e.g. /proc/self/exe)

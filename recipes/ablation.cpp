@@ -321,13 +321,15 @@ std::vector<Variant> expand_variants(const Ablation& ablation, const std::string
   return variants;
 }
 
-AblationPlan load_ablation(const std::filesystem::path& file) {
+AblationPlan load_ablation(const std::filesystem::path& file,
+                           const std::vector<std::string>& overrides) {
   const std::string text = read_text_file(file);
   SourceMap source(file.string());
   AblationPlan plan;
   plan.file = file;
   parse_text(text, source, plan.ablation);
   Ablation& ablation = plan.ablation;
+  for (const std::string& text_override : overrides) ablation.add_overrides(text_override);
 
   std::string report;
   auto add = [&report](const std::string& line) {

@@ -55,7 +55,10 @@ std::vector<Variant> expand_variants(const Ablation& ablation, const std::string
 /// every variant's run recipe — and follow-up recipe — loads and validates, so a bad override
 /// fails before hours of training. `name` defaults to the file's stem. Throws RecipeError;
 /// errors inside a variant start with "FILE: variant 'NAME': ".
-AblationPlan load_ablation(const std::filesystem::path& file);
+/// `overrides` (rota ablate --set / --unset) are added after the file's own `overrides`, so they
+/// apply to every run and every variant's overrides still come after them.
+AblationPlan load_ablation(const std::filesystem::path& file,
+                           const std::vector<std::string>& overrides = {});
 
 /// The overrides of one run, in order: the ablation's, the variant's, then `train.seed=SEED`.
 std::vector<std::string> run_overrides(const AblationPlan& plan, const Variant& variant,

@@ -24,6 +24,7 @@ Command add_ablate_command(CLI::App& app) {
                   "Run nothing: rebuild results.md, results.csv and the plots in the output "
                   "directory from this results.csv (e.g. a committed report)")
       ->check(CLI::ExistingFile);
+  add_override_options(*cmd, request->overrides, "every run's recipe (after the ablation's)");
   return {cmd, [request] { return experiments::run_ablate(*request); }};
 }
 

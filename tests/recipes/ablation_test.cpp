@@ -97,6 +97,32 @@ TEST(Ablation, FollowUpCarriesTheModelOverridesAndTheCheckpoint) {
   EXPECT_EQ(second.name(), "bidirectional-glue-rope-seed3-sst2_from_mlm");
 }
 
+TEST(Ablation, CommandLineOverridesApplyToEveryRunBeforeTheVariants) {
+  // rota ablate --set / --unset: after the file's overrides, before each variant's.
+  const std::vector<std::string> extra = {"model.layers=3", "model.position={rope {}}",
+                                          "!train.sample"};
+  const AblationPlan plan = load_ablation(kRecipes / "tests" / "tiny_ablation.txtpb", extra);
+  ASSERT_EQ(plan.ablation.variant_size(), 2);
+  for (const Variant& variant : plan.ablation.variant()) {
+    const Recipe recipe = run_recipe(plan, variant, 1);
+    EXPECT_EQ(recipe.model().layers(), 3) << variant.name();
+    EXPECT_FALSE(recipe.train().has_sample()) << variant.name();
+    EXPECT_EQ(recipe.train().steps(), 6);  // the file's own overrides still apply
+  }
+  // The variant's own override wins over the command line's for its field.
+  EXPECT_TRUE(run_recipe(plan, plan.ablation.variant(0), 1).model().position().has_none());
+  EXPECT_TRUE(run_recipe(plan, plan.ablation.variant(1), 1).model().position().has_rope());
+  // A bad one is refused before anything runs, naming it.
+  const std::vector<std::string> bad = {"model.layerz=3"};
+  try {
+    load_ablation(kRecipes / "tests" / "tiny_ablation.txtpb", bad);
+    FAIL() << "loaded";
+  } catch (const RecipeError& error) {
+    EXPECT_NE(std::string(error.what()).find("--set model.layerz=3"), std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(Ablation, FollowUpWithoutOneIsAnError) {
   const AblationPlan plan = load_ablation(kRecipes / "tests" / "tiny_ablation.txtpb");
   EXPECT_THROW(follow_up_recipe(plan, plan.ablation.variant(0), 1, "x"), RecipeError);
