@@ -8,6 +8,7 @@
 
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
+#include "tests/hostile/hostile_support.h"
 #include "tests/support/program.h"
 #include "tests/support/temp_dir.h"
 
@@ -15,13 +16,9 @@ namespace rota {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::string kTiny = std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb";
-
-testing::CommandResult rota(const std::string& arguments) {
-  return testing::run_command("OMP_NUM_THREADS=1 timeout 120 " + testing::built_rota() + " " +
-                              arguments);
-}
+using hostile::expect_refused;
+using hostile::rota;
+const std::string& kTiny = hostile::kTinyRecipe;
 
 TEST(CheckpointRelabel, AnF32TensorStoredAsI32IsRefusedNotConverted) {
   testing::TempDir dir;

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "framework/base/file_io.h"
+#include "tests/hostile/hostile_support.h"
 #include "tests/support/program.h"
 #include "tests/support/temp_dir.h"
 
@@ -17,8 +18,9 @@ namespace rota {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::string kTiny = std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb";
+using hostile::expect_refused;
+using hostile::rota;
+const std::string& kTiny = hostile::kTinyRecipe;
 
 /// The tiny recipe with `from` replaced by `to` (which must occur), written as `name`.
 fs::path variant(const testing::TempDir& dir, const std::string& name, const std::string& from,
@@ -37,13 +39,6 @@ testing::CommandResult train(const testing::TempDir& dir, const fs::path& recipe
   return testing::run_command("cd " + dir.path().string() + " && OMP_NUM_THREADS=1 timeout 60 " +
                               testing::built_rota() + " train " + recipe.string() + " --out " +
                               (dir / "run").string() + " " + extra);
-}
-
-void expect_refused(const testing::CommandResult& r, const std::vector<std::string>& needles) {
-  EXPECT_EQ(r.code, 2) << r.output;
-  for (const std::string& needle : needles) {
-    EXPECT_NE(r.output.find(needle), std::string::npos) << "no '" << needle << "' in\n" << r.output;
-  }
 }
 
 TEST(HostileRecipeValues, NonFiniteNumbersInTheFileAreRefusedWhereTheyAre) {

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "framework/base/file_io.h"
+#include "tests/hostile/hostile_support.h"
 #include "tests/support/program.h"
 #include "tests/support/temp_dir.h"
 
@@ -18,20 +19,9 @@ namespace rota {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::string kTiny = std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb";
-
-testing::CommandResult rota(const std::string& arguments) {
-  return testing::run_command("OMP_NUM_THREADS=1 timeout 120 " + testing::built_rota() + " " +
-                              arguments);
-}
-
-void expect_refused(const testing::CommandResult& r, const std::vector<std::string>& needles) {
-  EXPECT_EQ(r.code, 2) << r.output;
-  for (const std::string& needle : needles) {
-    EXPECT_NE(r.output.find(needle), std::string::npos) << "no '" << needle << "' in\n" << r.output;
-  }
-}
+using hostile::expect_refused;
+using hostile::rota;
+const std::string& kTiny = hostile::kTinyRecipe;
 
 TEST(ResourceLimits, TooManyLayersAreRefusedWithTheEstimate) {
   testing::TempDir dir;

@@ -13,6 +13,7 @@ steps by the `rota` binary on a shipped corpus; the comparisons then use the run
 import os
 import subprocess
 import tempfile
+import unittest
 
 import numpy as np
 import torch
@@ -173,3 +174,26 @@ class ParityCase:
             self.test.assertLessEqual(error, 1e-4, f"gradient of {name}: error {error:.2e}")
         self.model.to(torch.float32)
         return worst
+
+
+class ParityTestCase(unittest.TestCase):
+    """A test class whose runs share one temporary directory and whose measured errors are
+    printed at the end (the figures docs/python.md quotes)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.results = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        for name, (logits, loss, grads) in sorted(cls.results.items()):
+            print(f"{name:30s} logits {logits:.1e}  eval loss {loss:.1e}  gradients {grads:.1e}")
+        cls.tmp.cleanup()
+
+    def check(self, name, cfg):
+        """Trains the case, checks its config round trip, logits, eval loss and gradients."""
+        case = ParityCase(self, train_run(cfg, self.tmp.name, name))
+        self.assertEqual(case.model.config.position, cfg.position.resolved(cfg.causal, cfg.width))
+        self.results[name] = (case.check_logits(), case.check_eval_loss(), case.check_gradients())
+        return case

@@ -1,7 +1,6 @@
 # rota.torch vs Rota on masked LMs and classifiers (bidirectional, padded batches).
 import os
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -63,25 +62,11 @@ CLASSIFIER_CASES = {
 }
 
 
-class BidirectionalParity(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.results = {}
-
-    @classmethod
-    def tearDownClass(cls):
-        for name, (logits, loss, grads) in sorted(cls.results.items()):
-            print(f"{name:30s} logits {logits:.1e}  eval loss {loss:.1e}  gradients {grads:.1e}")
-        cls.tmp.cleanup()
-
+class BidirectionalParity(ps.ParityTestCase):
     def check_all(self, cases):
         for name, cfg in cases.items():
             with self.subTest(name):
-                case = ps.ParityCase(self, ps.train_run(cfg, self.tmp.name, name))
-                self.assertEqual(case.model.config.position, cfg.position.resolved(cfg.causal, cfg.width))
-                self.results[name] = (case.check_logits(), case.check_eval_loss(),
-                                      case.check_gradients())
+                self.check(name, cfg)
 
     def test_masked_lm(self):
         self.check_all(MASKED_CASES)

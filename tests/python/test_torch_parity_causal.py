@@ -1,7 +1,6 @@
 # rota.torch vs Rota on causal LMs: every linear-attention option and every softmax encoding.
 import os
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -58,28 +57,7 @@ SOFTMAX_CASES = {
 }
 
 
-class CausalParity(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.results = {}
-
-    @classmethod
-    def tearDownClass(cls):
-        for name, (logits, loss, grads) in sorted(cls.results.items()):
-            print(f"{name:28s} logits {logits:.1e}  eval loss {loss:.1e}  gradients {grads:.1e}")
-        cls.tmp.cleanup()
-
-    def check(self, name, cfg):
-        run = ps.train_run(cfg, self.tmp.name, name)
-        case = ps.ParityCase(self, run)
-        self.assertEqual(case.model.config.position, cfg.position.resolved(cfg.causal, cfg.width))
-        logits = case.check_logits()
-        loss = case.check_eval_loss()
-        grads = case.check_gradients()
-        self.results[name] = (logits, loss, grads)
-        return case
-
+class CausalParity(ps.ParityTestCase):
     def test_linear_attention(self):
         for name, cfg in LINEAR_CASES.items():
             with self.subTest(name):
