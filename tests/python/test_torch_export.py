@@ -146,6 +146,29 @@ class ExportHf(unittest.TestCase):
         self.assertNotEqual(refused.returncode, 0)
         self.assertIn("not an empty directory", refused.stderr)
 
+    def test_sentencepiece_run_exports_without_tokenizer_json(self):
+        cfg = ps.config()
+        run_dir = os.path.join(self.dir, "spm")
+        recipe = os.path.join(self.dir, "spm.txtpb")
+        text = ('version: 1\nname: "spm"\n' + rt.checkpoint.config_to_model_text(cfg) +
+                'data { corpus: "tinyshakespeare" tokenizer { kind: SENTENCEPIECE_BPE '
+                'vocab_size: 300 } sequence_length: 24 batch_size: 3 }\n' + ps.TRAIN)
+        with open(recipe, "w", encoding="utf-8") as f:
+            f.write(text)
+        self.assertEqual(cli("train", recipe, "--out", run_dir).returncode, 0)
+        out = os.path.join(self.dir, "hf_spm")
+        result = cli("export", "hf", run_dir, out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("tokenizer.json: not written", result.stdout)
+        self.assertFalse(os.path.exists(os.path.join(out, "tokenizer.json")))
+        # rota_tokenizer/ carries the SentencePiece model: the same ids as the run.
+        text = "ROMEO: thou art\n"
+        np.testing.assert_array_equal(rt.load_tokenizer(out).encode(text),
+                                      rota.load(run_dir).encode(text))
+        ids = torch.randint(0, 300, (1, 13))
+        torch.testing.assert_close(rt.from_pretrained(out)(ids), rt.from_pretrained(run_dir)(ids),
+                                   rtol=0, atol=0)
+
     def test_classifier_labels(self):
         run_dir = ps.train_run(ps.config("classifier"), self.dir, "cls")
         out = os.path.join(self.dir, "hf_cls")

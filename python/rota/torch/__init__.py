@@ -38,4 +38,8 @@ def load_tokenizer(path):
             path = resolve_checkpoint(path)
         except CheckpointError:
             pass
+        # An export (rota export hf) keeps Rota's own files in rota_tokenizer/: every kind has
+        # them, while its tokenizer.json is the Hugging Face form, absent for SentencePiece.
+        if os.path.isdir(os.path.join(path, "rota_tokenizer")):
+            path = os.path.join(path, "rota_tokenizer")
     return native.load_tokenizer(path)
