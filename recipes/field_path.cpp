@@ -137,4 +137,24 @@ std::string did_you_mean(std::string_view name, const std::vector<std::string>& 
   return best ? " (did you mean '" + *best + "'?)" : "";
 }
 
+void for_each_set_field(const google::protobuf::Message& message, const SetFieldVisitor& visit,
+                        const std::string& prefix) {
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const google::protobuf::FieldDescriptor* field : fields) {
+    const std::string path = prefix.empty() ? field->name() : prefix + "." + field->name();
+    const int count = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
+    for (int i = 0; i < count; ++i) {
+      const int index = field->is_repeated() ? i : -1;
+      const std::string element = index < 0 ? path : path + "[" + std::to_string(i) + "]";
+      visit(element, message, field, index);
+      if (field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+      for_each_set_field(index < 0 ? reflection->GetMessage(message, field)
+                                   : reflection->GetRepeatedMessage(message, field, i),
+                         visit, element);
+    }
+  }
+}
+
 }  // namespace rota::recipes

@@ -1,12 +1,14 @@
 // Dotted field paths ("model.position.lrpe.type") over a schema, and "did you mean" suggestions.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
 
 namespace rota::recipes {
 
@@ -18,6 +20,18 @@ struct PathPart {
 
 /// "a.b[2].c" → {a}, {b, 2}, {c}. Empty for an empty path. Does not consult a schema.
 std::vector<PathPart> split_path(std::string_view path);
+
+/// A set field (or one element of a repeated field) found by for_each_set_field.
+using SetFieldVisitor =
+    std::function<void(const std::string& path, const google::protobuf::Message& parent,
+                       const google::protobuf::FieldDescriptor* field, int index)>;
+
+/// Calls visit(path, parent, field, index) for every set field of `message` and, recursively,
+/// of the messages it holds, in schema order: `path` is dotted from `prefix` ("a.b", "a.c[2]"),
+/// `index` the element of a repeated field or -1, and a message field is visited before its own
+/// fields.
+void for_each_set_field(const google::protobuf::Message& message, const SetFieldVisitor& visit,
+                        const std::string& prefix = "");
 
 /// The field at the end of `path` below `root`, or nullptr when some name is not a field (or
 /// a middle step is not a message).

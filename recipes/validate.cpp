@@ -690,44 +690,22 @@ void check_applicability(Checker& check, const Recipe& recipe, const pb::Message
 /// Every real-valued field that is set must be a finite number: no field of a recipe means
 /// anything at ±inf or NaN, and the range checks above (written as `!(value > 0)` and the like)
 /// would pass +inf through to the run.
-void check_finite_numbers(Checker& check, const pb::Message& message, const std::string& path) {
-  std::vector<const pb::FieldDescriptor*> fields;
-  const pb::Reflection* reflection = message.GetReflection();
-  reflection->ListFields(message, &fields);
-  for (const pb::FieldDescriptor* field : fields) {
-    const std::string field_path = path.empty() ? field->name() : path + "." + field->name();
-    const int count = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
-    for (int i = 0; i < count; ++i) {
-      const std::string element =
-          field->is_repeated() ? field_path + "[" + num(i) + "]" : field_path;
-      switch (field->cpp_type()) {
-        case pb::FieldDescriptor::CPPTYPE_DOUBLE:
-        case pb::FieldDescriptor::CPPTYPE_FLOAT: {
-          double value = 0;
-          if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_DOUBLE) {
-            value = field->is_repeated() ? reflection->GetRepeatedDouble(message, field, i)
-                                         : reflection->GetDouble(message, field);
-          } else {
-            value = field->is_repeated() ? reflection->GetRepeatedFloat(message, field, i)
-                                         : reflection->GetFloat(message, field);
-          }
-          if (!std::isfinite(value)) {
-            check.fail(element, "must be a finite number (got " + num(value) + ")");
-          }
-          break;
-        }
-        case pb::FieldDescriptor::CPPTYPE_MESSAGE:
-          check_finite_numbers(check,
-                               field->is_repeated()
-                                   ? reflection->GetRepeatedMessage(message, field, i)
-                                   : reflection->GetMessage(message, field),
-                               element);
-          break;
-        default:
-          break;
-      }
+void check_finite_numbers(Checker& check, const pb::Message& recipe) {
+  for_each_set_field(recipe, [&](const std::string& path, const pb::Message& parent,
+                                 const pb::FieldDescriptor* field, int index) {
+    const pb::Reflection* reflection = parent.GetReflection();
+    double value = 0;
+    if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_DOUBLE) {
+      value = index < 0 ? reflection->GetDouble(parent, field)
+                        : reflection->GetRepeatedDouble(parent, field, index);
+    } else if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_FLOAT) {
+      value = index < 0 ? reflection->GetFloat(parent, field)
+                        : reflection->GetRepeatedFloat(parent, field, index);
+    } else {
+      return;
     }
-  }
+    if (!std::isfinite(value)) check.fail(path, "must be a finite number (got " + num(value) + ")");
+  });
 }
 
 }  // namespace
@@ -742,7 +720,7 @@ std::vector<Issue> validate_recipe(const Recipe& recipe) {
                               "); load the recipe through load_recipe to upgrade it");
   }
   check_applicability(check, recipe, recipe, "");
-  check_finite_numbers(check, recipe, "");
+  check_finite_numbers(check, recipe);
   check_model(check, recipe);
   check_data(check, recipe);
   check_optimizer(check, recipe.optimizer());

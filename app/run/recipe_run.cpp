@@ -10,6 +10,7 @@
 #include "app/run/exit_codes.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
+#include "recipes/field_path.h"
 #include "recipes/loader.h"
 
 namespace rota::app {
@@ -27,32 +28,6 @@ std::string value_text(const pb::Message& message, const pb::FieldDescriptor* fi
   return text;
 }
 
-void flatten(const pb::Message& message, const std::string& path,
-             std::vector<std::pair<std::string, std::string>>& out) {
-  const pb::Reflection* reflection = message.GetReflection();
-  std::vector<const pb::FieldDescriptor*> fields;
-  reflection->ListFields(message, &fields);
-  for (const pb::FieldDescriptor* field : fields) {
-    const std::string field_path = path.empty() ? field->name() : path + "." + field->name();
-    const int count = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
-    for (int i = 0; i < count; ++i) {
-      const std::string element =
-          field->is_repeated() ? field_path + "[" + std::to_string(i) + "]" : field_path;
-      const int index = field->is_repeated() ? i : -1;
-      if (field->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) {
-        out.emplace_back(element, value_text(message, field, index));
-        continue;
-      }
-      const pb::Message& child = field->is_repeated()
-                                     ? reflection->GetRepeatedMessage(message, field, i)
-                                     : reflection->GetMessage(message, field);
-      const size_t before = out.size();
-      flatten(child, element, out);
-      if (out.size() == before) out.emplace_back(element, "{}");  // set and empty: none {}
-    }
-  }
-}
-
 }  // namespace
 
 recipes::Recipe load_recipe_or_run(const std::string& path,
@@ -67,7 +42,19 @@ recipes::Recipe load_recipe_or_run(const std::string& path,
 
 std::vector<std::pair<std::string, std::string>> flatten_recipe(const recipes::Recipe& recipe) {
   std::vector<std::pair<std::string, std::string>> out;
-  flatten(recipe, "", out);
+  recipes::for_each_set_field(recipe, [&](const std::string& path, const pb::Message& parent,
+                                          const pb::FieldDescriptor* field, int index) {
+    if (field->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+      out.emplace_back(path, value_text(parent, field, index));
+      return;
+    }
+    const pb::Reflection* reflection = parent.GetReflection();
+    const pb::Message& child = index < 0 ? reflection->GetMessage(parent, field)
+                                         : reflection->GetRepeatedMessage(parent, field, index);
+    std::vector<const pb::FieldDescriptor*> set;
+    child.GetReflection()->ListFields(child, &set);
+    if (set.empty()) out.emplace_back(path, "{}");  // set and empty: none {}
+  });
   return out;
 }
 

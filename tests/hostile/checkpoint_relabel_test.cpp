@@ -16,7 +16,6 @@ namespace rota {
 namespace {
 
 namespace fs = std::filesystem;
-using hostile::expect_refused;
 using hostile::rota;
 const std::string& kTiny = hostile::kTinyRecipe;
 

@@ -19,7 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using hostile::expect_refused;
-using hostile::rota;
 const std::string& kTiny = hostile::kTinyRecipe;
 
 /// The tiny recipe with `from` replaced by `to` (which must occur), written as `name`.
