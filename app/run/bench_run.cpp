@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <numeric>
 #include <vector>
 
 #include "app/run/exit_codes.h"
@@ -16,6 +17,7 @@
 #include "app/setup/tokenizer_setup.h"
 #include "app/setup/trainer_setup.h"
 #include "app/tasks/task.h"
+#include "framework/backend/primitives/matmul.h"
 #include "framework/io/log.h"
 #include "framework/tensor/storage.h"
 #include "framework/train/train_step.h"
@@ -54,11 +56,13 @@ int run_bench_train(const BenchTrainRequest& request) {
   task->model().train();
 
   std::vector<double> step_seconds;
-  StorageStats resident;  // tensors alive between timed steps: weights, optimizer state
+  backend::MatmulTime matmul_time;  // the timed steps' oneDNN products
+  StorageStats resident;            // tensors alive between timed steps: weights, optimizer state
   for (int64_t i = 0; i < total; ++i) {
     if (i == request.warmup) {
       resident = storage_stats();
       reset_storage_peak();
+      backend::reset_matmul_time();
     }
     const auto start = std::chrono::steady_clock::now();
     const train::StepResult result = runner.run([&] { return task->next_micro_batch(); });
@@ -68,6 +72,9 @@ int run_bench_train(const BenchTrainRequest& request) {
     io::log_info("bench step {}/{}{}: {:.1f} ms, loss {:.4f}", i + 1, total,
                  i < request.warmup ? " (warm-up)" : "", seconds * 1e3, result.loss);
   }
+  matmul_time = backend::matmul_time();
+  const double mean_step = std::accumulate(step_seconds.begin(), step_seconds.end(), 0.0) /
+                           static_cast<double>(step_seconds.size());
   std::sort(step_seconds.begin(), step_seconds.end());
   const double median = step_seconds[step_seconds.size() / 2];
   const int64_t tokens_per_step = recipe.data().batch_size() * recipe.data().sequence_length();
@@ -94,6 +101,15 @@ int run_bench_train(const BenchTrainRequest& request) {
               static_cast<double>(usage.ru_maxrss) / 1024.0);
   std::printf("ceiling_gflops=%.2f ceiling_n=%lld\n", ceiling.gflops,
               static_cast<long long>(ceiling.size));
+  // Where the time goes: oneDNN's products against everything else (the other kernels, the
+  // optimizer, thread synchronisation), per step, means over the timed steps.
+  const double steps = static_cast<double>(request.steps);
+  const double matmul_ms = matmul_time.seconds / steps * 1e3;
+  std::printf(
+      "step_ms_mean=%.2f matmul_ms=%.2f outside_matmul_ms=%.2f matmul_share=%.3f "
+      "products_per_step=%.1f\n",
+      mean_step * 1e3, matmul_ms, mean_step * 1e3 - matmul_ms, matmul_ms / (mean_step * 1e3),
+      static_cast<double>(matmul_time.products) / steps);
   // MFU: the model's analytic FLOP/s over the best square product the same setup achieves.
   std::printf("tokens_per_s=%.1f step_ms=%.2f gflops=%.2f mfu=%.4f\n",
               static_cast<double>(tokens_per_step) / median, median * 1e3, gflops,

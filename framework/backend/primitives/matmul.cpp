@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -15,6 +16,12 @@ namespace rota::backend {
 namespace {
 
 std::atomic<int64_t> operand_copy_count{0};
+
+// matmul_time(): nanoseconds inside oneDNN's products called outside parallel regions, and the
+// products' counts (relaxed atomics; a product takes microseconds at least).
+std::atomic<int64_t> product_nanoseconds{0};
+std::atomic<int64_t> product_count{0};
+std::atomic<int64_t> products_in_parallel_count{0};
 
 // One product after 1-D promotion and transpose flags: a [..., M, K] and b [..., K, N] are
 // views of the caller's tensors; the batch dims broadcast to `batch`.
@@ -234,8 +241,19 @@ void onednn_multiply(Tensor out, const Tensor& a, const Tensor& b, const Shape& 
     key.weights = weights.layout;
     primitive = onednn::matmul_primitive(key);
   }
+  const bool in_parallel = omp_in_parallel() != 0;
+  const auto start = std::chrono::steady_clock::now();
   onednn::execute_matmul(*primitive, src.tensor.raw_data(), weights.tensor.raw_data(),
                          bias_dense.defined() ? bias_dense.raw_data() : nullptr, target.raw_data());
+  product_count.fetch_add(1, std::memory_order_relaxed);
+  if (in_parallel) {
+    products_in_parallel_count.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    product_nanoseconds.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count(),
+        std::memory_order_relaxed);
+  }
   if (!in_place) out.copy_from(target);
 }
 
@@ -385,6 +403,20 @@ size_t matmul_cache_size() {
 
 void clear_matmul_cache() {
   onednn::clear_matmul_cache();
+}
+
+MatmulTime matmul_time() {
+  MatmulTime time;
+  time.seconds = static_cast<double>(product_nanoseconds.load(std::memory_order_relaxed)) * 1e-9;
+  time.products = product_count.load(std::memory_order_relaxed);
+  time.products_in_parallel_regions = products_in_parallel_count.load(std::memory_order_relaxed);
+  return time;
+}
+
+void reset_matmul_time() {
+  product_nanoseconds.store(0, std::memory_order_relaxed);
+  product_count.store(0, std::memory_order_relaxed);
+  products_in_parallel_count.store(0, std::memory_order_relaxed);
 }
 
 int64_t matmul_operand_copies() {

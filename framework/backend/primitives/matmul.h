@@ -34,6 +34,19 @@ Tensor matmul_weight_gradient(const Tensor& g, const Tensor& x);
 /// undefined for none → y: [..., Out]. bf16 x and weight take an f32 or bf16 bias.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+/// The oneDNN products run since the last reset_matmul_time(): how many, and their wall time.
+/// Only products called outside OpenMP parallel regions add time (oneDNN parallelises those
+/// itself, so their wall time is the product's); products called from inside a parallel region
+/// run several at once, so they are only counted (products_in_parallel_regions). f64 products
+/// (the plain loop) are not oneDNN's and are not counted.
+struct MatmulTime {
+  double seconds = 0.0;
+  int64_t products = 0;
+  int64_t products_in_parallel_regions = 0;
+};
+MatmulTime matmul_time();
+void reset_matmul_time();
+
 /// Number of oneDNN matmul primitives currently cached (one per distinct layout).
 size_t matmul_cache_size();
 /// Empties the primitive cache.

@@ -213,17 +213,26 @@ std::vector<std::map<std::string, std::string>> bench(const std::string& dtype,
 // the ceiling to 0.005, mfu to 0.00005).
 void expect_consistent_mfu(const std::vector<std::map<std::string, std::string>>& lines,
                            const std::string& dtype) {
-  ASSERT_EQ(lines.size(), 4u);
+  ASSERT_EQ(lines.size(), 5u);
   EXPECT_EQ(lines[0].at("dtype"), dtype);
   // The memory line: a step allocates activations on top of the weights (peak > 0, per token > 0).
   EXPECT_GT(std::stod(lines[1].at("peak_tensor_mb")), 0.0);
   EXPECT_GT(std::stod(lines[1].at("step_bytes_per_token")), 0.0);
   EXPECT_GE(std::stod(lines[1].at("max_rss_mb")), std::stod(lines[1].at("peak_tensor_mb")));
   const double ceiling = std::stod(lines[2].at("ceiling_gflops"));
-  const double gflops = std::stod(lines[3].at("gflops"));
-  const double mfu = std::stod(lines[3].at("mfu"));
+  // The time line: oneDNN's products and the rest add up to the mean step.
+  const double mean_ms = std::stod(lines[3].at("step_ms_mean"));
+  const double matmul_ms = std::stod(lines[3].at("matmul_ms"));
+  const double outside_ms = std::stod(lines[3].at("outside_matmul_ms"));
+  EXPECT_GT(matmul_ms, 0.0);
+  EXPECT_GE(outside_ms, 0.0);
+  EXPECT_NEAR(matmul_ms + outside_ms, mean_ms, 0.011);
+  EXPECT_NEAR(std::stod(lines[3].at("matmul_share")), matmul_ms / mean_ms, 0.0005 + 0.01 / mean_ms);
+  EXPECT_GT(std::stod(lines[3].at("products_per_step")), 0.0);
+  const double gflops = std::stod(lines[4].at("gflops"));
+  const double mfu = std::stod(lines[4].at("mfu"));
   for (const char* key : {"tokens_per_s", "step_ms", "gflops", "mfu"}) {
-    EXPECT_EQ(lines[3].count(key), 1u) << key;
+    EXPECT_EQ(lines[4].count(key), 1u) << key;
   }
   EXPECT_GT(ceiling, 0.0);
   EXPECT_GT(mfu, 0.0);

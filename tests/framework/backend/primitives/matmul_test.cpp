@@ -1,10 +1,12 @@
 // Backend matmul / linear / matmul_accumulate vs a plain double loop; layouts, cache, errors.
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include "framework/backend/primitives/matmul.h"
 #include "framework/base/error.h"
@@ -252,6 +254,48 @@ TEST(Matmul, UnexpressibleStridesAreCopiedAndStillCorrect) {
   const Tensor out = backend::matmul(a, b);
   EXPECT_EQ(backend::matmul_operand_copies() - before, 1);
   EXPECT_TRUE(matches(out, reference_matmul(a, b, false, false), kF32Unit));
+}
+
+// matmul_time(): every oneDNN product is counted; only those outside parallel regions add wall
+// time, and f64 products (the plain loop, not oneDNN) are not counted at all.
+TEST(Matmul, TimeCountsOneDnnProductsAndTheirWallTime) {
+  Generator gen(31);
+  const Tensor a = rand({256, 256}, gen, -1, 1);
+  const Tensor b = rand({256, 256}, gen, -1, 1);
+  backend::reset_matmul_time();
+  EXPECT_EQ(backend::matmul_time().products, 0);
+  EXPECT_EQ(backend::matmul_time().seconds, 0.0);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) backend::matmul(a, b);
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const backend::MatmulTime serial = backend::matmul_time();
+  EXPECT_EQ(serial.products, 3);
+  EXPECT_EQ(serial.products_in_parallel_regions, 0);
+  EXPECT_GT(serial.seconds, 0.0);
+  EXPECT_LE(serial.seconds, elapsed);  // inside the caller's own measurement
+
+  backend::matmul(a.to(DType::kF64), b.to(DType::kF64));
+  EXPECT_EQ(backend::matmul_time().products, 3);
+
+  int team = 0;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    {
+      team = omp_get_num_threads();
+      backend::matmul(a, b);
+    }
+  }
+  const backend::MatmulTime after = backend::matmul_time();
+  EXPECT_EQ(after.products, 4);
+  // A team of one thread is no parallel region for OpenMP (omp_in_parallel() is false).
+  EXPECT_EQ(after.products_in_parallel_regions, team > 1 ? 1 : 0);
+  if (team > 1) {
+    EXPECT_EQ(after.seconds, serial.seconds);
+  }
+  backend::reset_matmul_time();
+  EXPECT_EQ(backend::matmul_time().products, 0);
 }
 
 TEST(Matmul, F32PathAgreesWithF64Path) {
