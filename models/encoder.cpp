@@ -30,18 +30,19 @@ Encoder::Encoder(const ModelOptions& o, bool causal, Generator& init_gen,
                  std::shared_ptr<Generator> dropout_gen)
     : options_(o) {
   ROTA_CHECK(o.vocab_size > 0, "model: vocab_size must be positive, got {}", o.vocab_size);
-  embed_ = register_module(
-      "embed",
-      std::make_shared<nn::Embedding>(
-          nn::EmbeddingOptions{o.vocab_size, o.dim, std::nullopt, o.init_std, o.dtype}, init_gen));
+  embed_ =
+      register_module("embed", std::make_shared<nn::Embedding>(
+                                   nn::EmbeddingOptions{o.vocab_size, o.dim, std::nullopt,
+                                                        parameter_inits(o).embedding_std, o.dtype},
+                                   init_gen));
   if (uses_sinusoidal_embedding(o)) {
     const auto* own = std::get_if<nn::SinusoidalPosition>(&o.position);
     sinusoidal_ = std::make_shared<nn::SinusoidalPositionEmbedding>(
         o.dim, o.dtype, own ? own->base : nn::SinusoidalPosition{}.base);
   } else if (const auto* learned = std::get_if<nn::LearnedPosition>(&o.position)) {
-    learned_ = register_module(
-        "pos_embed", std::make_shared<nn::LearnedPositionEmbedding>(learned->max_positions, o.dim,
-                                                                    init_gen, o.init_std, o.dtype));
+    learned_ = register_module("pos_embed", std::make_shared<nn::LearnedPositionEmbedding>(
+                                                learned->max_positions, o.dim, init_gen,
+                                                parameter_inits(o).embedding_std, o.dtype));
   }
   dropout_ = register_module("dropout", std::make_shared<nn::Dropout>(o.dropout, dropout_gen));
   blocks_ = register_module("blocks", std::make_shared<nn::ModuleList<TransformerBlock>>());

@@ -15,10 +15,10 @@ CausalLm::CausalLm(const ModelOptions& o, Generator& init_gen,
                    std::shared_ptr<Generator> dropout_gen) {
   encoder_ = register_module("encoder", std::make_shared<Encoder>(o, true, init_gen, dropout_gen));
   if (!o.tie_embeddings) {
-    lm_head_ = register_module(
-        "lm_head",
-        std::make_shared<nn::Linear>(
-            nn::LinearOptions{o.dim, o.vocab_size, false, o.dtype, o.init_std}, init_gen));
+    lm_head_ = register_module("lm_head", std::make_shared<nn::Linear>(
+                                              nn::LinearOptions{o.dim, o.vocab_size, false, o.dtype,
+                                                                parameter_inits(o).lm_head},
+                                              init_gen));
   }
 }
 
@@ -71,10 +71,10 @@ Classifier::Classifier(const ModelOptions& o, Generator& init_gen,
   ROTA_CHECK(o.num_classes >= 2, "classifier: num_classes must be >= 2, got {}", o.num_classes);
   encoder_ = register_module("encoder", std::make_shared<Encoder>(o, false, init_gen, dropout_gen));
   dropout_ = register_module("dropout", std::make_shared<nn::Dropout>(o.dropout, dropout_gen));
-  head_ = register_module(
-      "classifier",
-      std::make_shared<nn::Linear>(
-          nn::LinearOptions{o.dim, o.num_classes, true, o.dtype, o.init_std}, init_gen));
+  head_ = register_module("classifier", std::make_shared<nn::Linear>(
+                                            nn::LinearOptions{o.dim, o.num_classes, true, o.dtype,
+                                                              parameter_inits(o).classifier_head},
+                                            init_gen));
 }
 
 Variable Classifier::forward(const Tensor& ids, const Tensor& key_mask) const {

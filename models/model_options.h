@@ -7,6 +7,7 @@
 #include "framework/nn/attention/linear_attention.h"
 #include "framework/nn/feed_forward.h"
 #include "framework/nn/position/position_encoding.h"
+#include "models/init_scheme.h"
 
 namespace rota::models {
 
@@ -35,12 +36,13 @@ struct ModelOptions {
   int64_t ffn_dim = 512;
   nn::Activation activation = nn::Activation::kGelu;
   NormPlacement norm_placement = NormPlacement::kPre;
-  double norm_eps = 1e-5;         // epsilon of every LayerNorm of the model
-  bool final_norm = true;         // LayerNorm after the last block (pre-norm models)
-  double dropout = 0.0;           // on embeddings and residual branches
-  bool scale_embeddings = false;  // multiply token embeddings by √E (fairseq LMs)
-  bool tie_embeddings = true;     // output projection shares the token embedding
-  double init_std = 0.02;
+  double norm_eps = 1e-5;                        // epsilon of every LayerNorm of the model
+  bool final_norm = true;                        // LayerNorm after the last block (pre-norm models)
+  double dropout = 0.0;                          // on embeddings and residual branches
+  bool scale_embeddings = false;                 // multiply token embeddings by √E (fairseq LMs)
+  bool tie_embeddings = true;                    // output projection shares the token embedding
+  InitScheme init_scheme = InitScheme::kNormal;  // see init_scheme.h
+  double init_std = 0.02;                        // σ of kNormal and kGpt2
   AttentionFamily attention_family = AttentionFamily::kLinear;
   /// Linear attention settings (dim, heads, causal are filled in by the model; the position
   /// encoding comes from `position` below).

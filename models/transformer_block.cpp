@@ -34,7 +34,9 @@ nn::SoftmaxAttentionOptions softmax_attention_options(const ModelOptions& o, boo
   a.scale = o.softmax.scale;
   a.dropout = o.softmax.dropout;
   a.position = o.position;
-  a.init_std = o.init_std;
+  const ParameterInits inits = parameter_inits(o);
+  a.projection_init = inits.attention_input;
+  a.output_init = inits.attention_output;
   a.dtype = o.dtype;
   return a;
 }
@@ -51,7 +53,9 @@ TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator
     a.dim = o.dim;
     a.heads = o.heads;
     a.causal = causal;
-    a.init_std = o.init_std;
+    const ParameterInits inits = parameter_inits(o);
+    a.projection_init = inits.attention_input;
+    a.output_init = inits.attention_output;
     a.dtype = o.dtype;
     linear_attn_ = register_module("attn", std::make_shared<nn::LinearAttention>(a, init_gen));
   } else {
@@ -77,7 +81,9 @@ TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator
   f.hidden_dim = o.ffn_dim;
   f.activation = o.activation;
   f.dropout = o.dropout;
-  f.init_std = o.init_std;
+  const ParameterInits inits = parameter_inits(o);
+  f.first_init = inits.ffn_first;
+  f.second_init = inits.ffn_second;
   f.dtype = o.dtype;
   ffn_ = register_module("ffn", std::make_shared<nn::FeedForward>(f, init_gen, dropout_gen));
   dropout_ = register_module("dropout", std::make_shared<nn::Dropout>(o.dropout, dropout_gen));

@@ -65,6 +65,15 @@ const std::map<std::string, Rule>& rules() {
          return unless(model.kind() != Model::CLASSIFIER,
                        "a CLASSIFIER has no vocabulary output to tie to the embeddings");
        })},
+      {"rota.recipes.Model.init_std", rule<Model>([](const Recipe&, const Model& model) {
+         return unless(model.init_scheme() == Model::NORMAL || model.init_scheme() == Model::GPT2,
+                       "only init_scheme NORMAL and GPT2 have a σ (the other schemes scale by "
+                       "the layers' widths)");
+       })},
+      {"rota.recipes.Data.window_sampling", rule<Data>([](const Recipe& recipe, const Data&) {
+         return unless(recipe.model().kind() != Model::CLASSIFIER,
+                       "a CLASSIFIER's examples are whole texts, not windows of a stream");
+       })},
       {"rota.recipes.Data.mlm", rule<Data>([](const Recipe& recipe, const Data&) {
          return unless(recipe.model().kind() == Model::MASKED_LM,
                        "masking is only for kind: MASKED_LM");

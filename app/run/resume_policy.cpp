@@ -30,6 +30,17 @@ std::string first_difference(const std::string& saved, const std::string& now) {
   }
 }
 
+bool same_resolved_recipe(const std::string& saved_text, const std::string& now_text,
+                          const std::string& where) {
+  if (saved_text == now_text) return true;
+  try {
+    return recipes::format_recipe(recipes::load_recipe_text(saved_text, where)) ==
+           recipes::format_recipe(recipes::load_recipe_text(now_text, "the recipe"));
+  } catch (const recipes::RecipeError&) {
+    return false;
+  }
+}
+
 namespace {
 
 /// When `now` differs from `saved` only by a longer train.steps / train.epochs: the note that the
@@ -83,7 +94,7 @@ ResumeDecision decide_resume(const fs::path& run_dir, bool resume, const std::st
     const std::string extension = run_extension(saved.recipe_text, recipe_text, found->string());
     if (!extension.empty()) {
       io::log_info("{}", extension);
-    } else if (saved.recipe_text != recipe_text) {
+    } else if (!same_resolved_recipe(saved.recipe_text, recipe_text, found->string())) {
       decision.refusal = fmt::format(
           "--resume: the recipe differs from the one {} was trained with ({}); resume with the "
           "same recipe and --set overrides",

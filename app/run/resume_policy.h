@@ -21,6 +21,13 @@ struct ResumeDecision {
 ResumeDecision decide_resume(const std::filesystem::path& run_dir, bool resume,
                              const std::string& recipe_text);
 
+/// True when two recipe texts describe the same run: equal, or equal once both are loaded and
+/// resolved by this build (so a run recorded before a field with a default existed — its text
+/// lacks the field — resumes under a build that writes the field). `where` names the saved text
+/// in errors; a text that does not load compares as text only.
+bool same_resolved_recipe(const std::string& saved_text, const std::string& now_text,
+                          const std::string& where);
+
 /// The first line where two recipe texts differ, for the resume mismatch message; empty when
 /// they are equal.
 std::string first_difference(const std::string& saved, const std::string& now);

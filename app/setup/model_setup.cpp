@@ -21,6 +21,22 @@ nn::Activation activation_of(recipes::Model::Activation a) {
   return nn::Activation::kGelu;
 }
 
+models::InitScheme init_scheme_of(recipes::Model::InitScheme scheme) {
+  switch (scheme) {
+    case recipes::Model::NORMAL:
+      return models::InitScheme::kNormal;
+    case recipes::Model::GPT2:
+      return models::InitScheme::kGpt2;
+    case recipes::Model::WIDTH_SCALED:
+      return models::InitScheme::kWidthScaled;
+    case recipes::Model::PYTORCH:
+      return models::InitScheme::kPyTorch;
+    case recipes::Model::FAIRSEQ:
+      return models::InitScheme::kFairseq;
+  }
+  return models::InitScheme::kNormal;
+}
+
 nn::FeatureMap feature_map_of(recipes::LinearAttention::FeatureMap f) {
   switch (f) {
     case recipes::LinearAttention::ONE_PLUS_ELU:
@@ -213,6 +229,7 @@ models::ModelOptions model_options_from_recipe(const recipes::Recipe& recipe, in
   o.dropout = m.dropout();
   o.scale_embeddings = m.embedding_scale() == recipes::Model::SQRT_WIDTH;
   o.tie_embeddings = m.tie_embeddings();
+  o.init_scheme = init_scheme_of(m.init_scheme());
   o.init_std = m.init_std();
   if (m.attention().has_softmax()) {
     set_softmax_attention(m, o);

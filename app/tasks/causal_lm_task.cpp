@@ -22,6 +22,7 @@ int64_t CausalLmTask::prepare_training_data() {
     const int64_t seq_len = recipe().data().sequence_length();
     train_data_.emplace(split_tokens("train"), seq_len, data::WindowMode::kTrain,
                         data::padding_id(tokenizer()));
+    train_data_->set_sampling(training_window_sampling());
     ROTA_CHECK(train_data_->size() >= recipe().data().batch_size(),
                "data: the train split has {} windows of {} tokens, fewer than one batch of {}",
                train_data_->size(), seq_len, recipe().data().batch_size());
@@ -33,7 +34,7 @@ int64_t CausalLmTask::prepare_training_data() {
 train::MicroBatch CausalLmTask::next_micro_batch() {
   prepare_training_data();
   const data::LoaderBatch indices = loader_->next();
-  const data::LmBatch batch = train_data_->batch(indices.indices);
+  const data::LmBatch batch = train_data_->batch(indices.indices, indices.epoch);
   return {model_->loss(batch.tokens, batch.targets), batch.target_count};
 }
 

@@ -29,6 +29,7 @@ data::MaskedLmDataset MaskedLmTask::make_dataset(const std::string& split, data:
 int64_t MaskedLmTask::prepare_training_data() {
   if (!train_data_) {
     train_data_.emplace(make_dataset("train", data::WindowMode::kTrain));
+    train_data_->set_sampling(training_window_sampling());
     ROTA_CHECK(train_data_->size() >= recipe().data().batch_size(),
                "data: the train split has {} windows, fewer than one batch of {}",
                train_data_->size(), recipe().data().batch_size());

@@ -117,6 +117,13 @@ int64_t Task::eval_batch_size() const {
   return inputs_.recipe.data().batch_size() / inputs_.recipe.train().gradient_accumulation();
 }
 
+data::WindowSampling Task::training_window_sampling() const {
+  data::WindowSampling sampling;
+  sampling.random_offsets = recipe().data().window_sampling() == recipes::Data::RANDOM_OFFSETS;
+  sampling.seed = mix_seed({seeds_.data, 5});  // its own stream, beside the shuffling's
+  return sampling;
+}
+
 data::LoaderOptions Task::training_loader_options() const {
   data::LoaderOptions options;
   options.batch_size = micro_batch_size();

@@ -10,6 +10,7 @@
 
 #include "app/setup/memory_budget.h"
 #include "data/corpus/corpus.h"
+#include "data/dataset/lm_dataset.h"
 #include "data/loader/batch_loader.h"
 #include "data/loader/loader_cursor.h"
 #include "data/tokenizer/tokenizer.h"
@@ -124,6 +125,8 @@ class Task : public train::TrainingTask {
   virtual int64_t prepare_training_data() = 0;
   /// The training loader's options: micro_batch_size(), this rank's shard, the data seed.
   data::LoaderOptions training_loader_options() const;
+  /// Where LM training windows start (data.window_sampling), seeded from train.seed.
+  data::WindowSampling training_window_sampling() const;
   /// The loader of an evaluation split: eval_batch_size(), in order, every example once.
   data::LoaderOptions evaluation_loader_options() const;
   /// How many batches of an evaluation loader evaluate_split runs: all of them, or the first

@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "framework/base/error.h"
+#include "framework/base/seed_mix.h"
+#include "framework/tensor/random.h"
 
 namespace rota::data {
 
@@ -14,13 +16,29 @@ TokenWindows::TokenWindows(const char* what, TokenStream tokens, int64_t seq_len
 
 void TokenWindows::cut(int64_t content_len, int64_t lookahead, WindowMode mode) {
   content_len_ = content_len;
+  mode_ = mode;
   usable_ = std::max<int64_t>(token_count() - lookahead, 0);
   windows_ = mode == WindowMode::kTrain ? usable_ / content_len
                                         : (usable_ + content_len - 1) / content_len;
 }
 
-TokenWindows::Window TokenWindows::window_at(int64_t w) const {
+void TokenWindows::set_sampling(const WindowSampling& sampling) {
+  ROTA_CHECK(!sampling.random_offsets || mode_ == WindowMode::kTrain,
+             "{}: random window offsets apply to training windows only", what_);
+  sampling_ = sampling;
+}
+
+TokenWindows::Window TokenWindows::window_at(int64_t w, int64_t epoch) const {
   ROTA_CHECK(w >= 0 && w < windows_, "{}: window {} outside [0, {})", what_, w, windows_);
+  if (sampling_.random_offsets) {
+    // A full window anywhere in the usable stream: start in [0, usable − C] (training windows
+    // exist only when usable >= C).
+    Generator gen(
+        mix_seed({sampling_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(w)}));
+    const int64_t last_start = usable_ - content_len_;
+    const auto start = static_cast<int64_t>(gen.next_below(static_cast<uint64_t>(last_start) + 1));
+    return {start, content_len_};
+  }
   const int64_t start = w * content_len_;
   return {start, std::min(content_len_, usable_ - start)};
 }
@@ -36,8 +54,8 @@ int64_t CausalLmDataset::target_count() const {
   return mode_ == WindowMode::kTrain ? size() * seq_len() : std::max<int64_t>(token_count() - 1, 0);
 }
 
-LmBatch CausalLmDataset::batch(std::span<const int64_t> indices) const {
-  return batch_of(indices, /*prefix=*/0,
+LmBatch CausalLmDataset::batch(std::span<const int64_t> indices, int64_t epoch) const {
+  return batch_of(indices, epoch, /*prefix=*/0,
                   [&](int64_t, const Window& window, int64_t T, int64_t* tokens, int64_t* targets,
                       float* mask) {
                     copy_stream(window.start, window.length, tokens);

@@ -19,6 +19,17 @@ enum class WindowMode {
   kEval,
 };
 
+/// Where training windows start (kTrain only; evaluation windows are always aligned).
+struct WindowSampling {
+  /// false: window w starts at w·C (the stream cut into consecutive windows, shuffled by the
+  /// loader each epoch). true: every (epoch, w) draws a fresh start uniformly from
+  /// [0, N − lookahead − C] with Generator(mix_seed(seed, epoch, w)) — windows at random
+  /// offsets, as many per epoch as aligned ones, deterministic from the seed, so a resumed loader
+  /// continues with the same windows.
+  bool random_offsets = false;
+  uint64_t seed = 0;
+};
+
 /// What both LM datasets are built on: a token stream cut into windows of C stream tokens, one
 /// per row of seq_len positions. Window w covers stream[wC, wC + len) with len = C, except for a
 /// partial last evaluation window (its row is padded with pad_id).
@@ -29,6 +40,11 @@ class TokenWindows {
   int64_t seq_len() const { return seq_len_; }
   /// Tokens in the stream (N).
   int64_t token_count() const { return tokens_->size(); }
+  /// Training windows at random offsets (see WindowSampling); only in kTrain mode.
+  void set_sampling(const WindowSampling& sampling);
+  const WindowSampling& sampling() const { return sampling_; }
+  /// The first stream token of window w in `epoch`.
+  int64_t window_start(int64_t w, int64_t epoch) const { return window_at(w, epoch).start; }
 
  protected:
   /// `what` names the dataset in errors; the stream must be set (checked here, first).
@@ -49,14 +65,15 @@ class TokenWindows {
   /// (prefix: tokens a row holds before its window, e.g. [CLS]): seq_len for training windows,
   /// less when every window of the batch is a short last evaluation window, so a batch never
   /// costs more than its tokens (evaluating a short split at a huge --context stays small).
-  /// Each w must be in [0, size()).
+  /// Each w must be in [0, size()); `epoch` places random-offset windows (set_sampling).
   template <typename FillRow>
-  LmBatch batch_of(std::span<const int64_t> indices, int64_t prefix, FillRow&& fill_row) const {
+  LmBatch batch_of(std::span<const int64_t> indices, int64_t epoch, int64_t prefix,
+                   FillRow&& fill_row) const {
     const int64_t B = static_cast<int64_t>(indices.size());
     std::vector<Window> windows(indices.size());
     int64_t W = 0;
     for (int64_t b = 0; b < B; ++b) {
-      windows[b] = window_at(indices[b]);
+      windows[b] = window_at(indices[b], epoch);
       W = std::max(W, prefix + windows[b].length);
     }
     LmBatch batch;
@@ -80,8 +97,8 @@ class TokenWindows {
   int64_t pad_id() const { return pad_id_; }
 
  private:
-  /// Window w, which must be in [0, size()).
-  Window window_at(int64_t w) const;
+  /// Window w of `epoch`, w in [0, size()).
+  Window window_at(int64_t w, int64_t epoch) const;
 
   const char* what_;
   TokenStream tokens_;
@@ -90,6 +107,8 @@ class TokenWindows {
   int64_t content_len_ = 0;
   int64_t usable_ = 0;  // N - lookahead: the tokens windows cover
   int64_t windows_ = 0;
+  WindowMode mode_ = WindowMode::kTrain;
+  WindowSampling sampling_;
 };
 
 /// Window w holds inputs stream[wT, wT + len) and targets stream[wT + 1, wT + len + 1), with
@@ -102,8 +121,9 @@ class CausalLmDataset : public TokenWindows {
 
   /// Targets over all windows: N - 1 in evaluation mode, size() * T in training mode.
   int64_t target_count() const;
-  /// The windows with these indices as one batch: tokens, targets, mask [indices.size(), T].
-  LmBatch batch(std::span<const int64_t> indices) const;
+  /// The windows with these indices (of `epoch`, which places random-offset windows) as one
+  /// batch: tokens, targets, mask [indices.size(), T].
+  LmBatch batch(std::span<const int64_t> indices, int64_t epoch = 0) const;
 
  private:
   WindowMode mode_;

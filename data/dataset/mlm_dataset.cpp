@@ -22,7 +22,7 @@ MaskedLmDataset::MaskedLmDataset(TokenStream tokens, int64_t seq_len, WindowMode
 LmBatch MaskedLmDataset::batch(std::span<const int64_t> indices, int64_t epoch) const {
   const int64_t offset = cls_id_ >= 0 ? 1 : 0;
   return batch_of(
-      indices, offset,
+      indices, epoch, offset,
       [&](int64_t w, const Window& window, int64_t T, int64_t* row, int64_t* row_targets,
           float* mask) {
         const int64_t length = window.length;

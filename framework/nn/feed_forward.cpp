@@ -34,11 +34,11 @@ FeedForward::FeedForward(const FeedForwardOptions& options, Generator& init_gen,
     : options_(options) {
   fc1_ = register_module(
       "fc1", std::make_shared<Linear>(LinearOptions{options.dim, options.hidden_dim, true,
-                                                    options.dtype, options.init_std},
+                                                    options.dtype, options.first_init},
                                       init_gen));
   fc2_ = register_module(
       "fc2", std::make_shared<Linear>(LinearOptions{options.hidden_dim, options.dim, true,
-                                                    options.dtype, options.init_std},
+                                                    options.dtype, options.second_init},
                                       init_gen));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(options.dropout, dropout_gen));
 }

@@ -20,7 +20,8 @@ struct FeedForwardOptions {
   int64_t hidden_dim = 0;
   Activation activation = Activation::kGelu;
   double dropout = 0.0;
-  double init_std = 0.0;  // see LinearOptions::init_std
+  WeightInit first_init;   // fc1 (default: PyTorch's)
+  WeightInit second_init;  // fc2, which writes into the residual stream
   DType dtype = DType::kF32;
 };
 

@@ -13,20 +13,36 @@ Linear::Linear(const LinearOptions& options, Generator& gen) : options_(options)
   ROTA_CHECK(options.in_features > 0 && options.out_features > 0,
              "Linear: features must be positive, got in={} out={}", options.in_features,
              options.out_features);
-  const double bound = 1.0 / std::sqrt(static_cast<double>(options.in_features));
+  const double in = static_cast<double>(options.in_features);
+  const double pytorch_bound = 1.0 / std::sqrt(in);
+  const WeightInit& init = options.init;
   Tensor w = Tensor::empty({options.out_features, options.in_features}, options.dtype);
-  if (options.init_std > 0) {
-    init::normal_(w, gen, 0.0, options.init_std);
-  } else {
-    init::uniform_(w, gen, -bound, bound);
+  switch (init.kind) {
+    case WeightInit::Kind::kPyTorch:
+      init::uniform_(w, gen, -pytorch_bound, pytorch_bound);
+      break;
+    case WeightInit::Kind::kNormal:
+      ROTA_CHECK(init.scale > 0, "Linear: a normal init needs a std > 0, got {}", init.scale);
+      init::normal_(w, gen, 0.0, init.scale);
+      break;
+    case WeightInit::Kind::kNormalFanIn:
+      ROTA_CHECK(init.scale > 0, "Linear: a fan-in normal init needs a factor > 0, got {}",
+                 init.scale);
+      init::normal_(w, gen, 0.0, init.scale / std::sqrt(in));
+      break;
+    case WeightInit::Kind::kXavierUniform:
+      init::xavier_uniform_(w, gen, init.scale);
+      break;
   }
   weight_ = register_parameter("weight", w);
   if (options.bias) {
     Tensor b = Tensor::empty({options.out_features}, options.dtype);
-    if (options.init_std > 0) {
-      init::zeros_(b);
+    const bool uniform_bias = init.kind == WeightInit::Kind::kPyTorch ||
+                              (init.kind == WeightInit::Kind::kXavierUniform && init.pytorch_bias);
+    if (uniform_bias) {
+      init::uniform_(b, gen, -pytorch_bound, pytorch_bound);
     } else {
-      init::uniform_(b, gen, -bound, bound);
+      init::zeros_(b);
     }
     bias_ = register_parameter("bias", b);
   }

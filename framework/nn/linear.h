@@ -8,14 +8,38 @@
 
 namespace rota::nn {
 
+/// How a Linear's weight [out, in] and bias [out] start (the schemes of docs/recipes.md,
+/// "Initialisation", are built from these).
+struct WeightInit {
+  enum class Kind {
+    kPyTorch,        // weight and bias U(−1/√in, 1/√in): nn.Linear's default
+    kNormal,         // weight N(0, scale²), bias 0
+    kNormalFanIn,    // weight N(0, (scale/√in)²), bias 0
+    kXavierUniform,  // weight U(±scale·√(6/(in+out))); bias 0, or U(±1/√in) when pytorch_bias
+  };
+  Kind kind = Kind::kPyTorch;
+  /// kNormal: the standard deviation (> 0); kNormalFanIn: the factor on 1/√in; kXavierUniform:
+  /// the gain. Unused by kPyTorch.
+  double scale = 1.0;
+  /// kXavierUniform only: the bias keeps nn.Linear's U(−1/√in, 1/√in) (fairseq's q/k/v).
+  bool pytorch_bias = false;
+
+  static WeightInit pytorch() { return {}; }
+  static WeightInit normal(double stddev) { return {Kind::kNormal, stddev, false}; }
+  static WeightInit normal_fan_in(double factor = 1.0) {
+    return {Kind::kNormalFanIn, factor, false};
+  }
+  static WeightInit xavier_uniform(double gain, bool pytorch_bias) {
+    return {Kind::kXavierUniform, gain, pytorch_bias};
+  }
+};
+
 struct LinearOptions {
   int64_t in_features = 0;
   int64_t out_features = 0;
   bool bias = true;
   DType dtype = DType::kF32;
-  /// Standard deviation of a normal(0, std) weight init; 0 keeps PyTorch's default
-  /// U(−1/√in, 1/√in) for the weight and the bias. Biases start at zero when std > 0.
-  double init_std = 0.0;
+  WeightInit init;  // default: PyTorch's
 };
 
 /// Parameters: `weight` [out, in], `bias` [out] (when enabled).

@@ -169,6 +169,26 @@ class ExportHf(unittest.TestCase):
         torch.testing.assert_close(rt.from_pretrained(out)(ids), rt.from_pretrained(run_dir)(ids),
                                    rtol=0, atol=0)
 
+    def test_init_scheme_round_trips_through_the_model_block(self):
+        # init_std is written only for the schemes that have a σ (Rota refuses it otherwise).
+        for scheme, has_std in (("normal", True), ("gpt2", True), ("pytorch", False),
+                                ("fairseq", False), ("width_scaled", False)):
+            with self.subTest(scheme):
+                cfg = ps.config()
+                cfg.init_scheme = scheme
+                block = rt.checkpoint.config_to_model_text(cfg)
+                self.assertIn(f"init_scheme: {scheme.upper()}", block)
+                self.assertEqual("init_std:" in block, has_std)
+                recipe = os.path.join(self.dir, f"init_{scheme}.txtpb")
+                with open(recipe, "w", encoding="utf-8") as f:
+                    f.write('version: 1\nname: "init"\n' + block +
+                            'data { corpus: "tinyshakespeare" tokenizer { kind: CHAR } '
+                            'sequence_length: 24 batch_size: 3 }\n' + ps.TRAIN)
+                shown = cli("recipe", "show", recipe)
+                self.assertEqual(shown.returncode, 0, shown.stderr)
+                back = rt.RotaConfig.from_recipe_text(shown.stdout, vocab_size=cfg.vocab_size)
+                self.assertEqual(back.init_scheme, scheme)
+
     def test_classifier_labels(self):
         run_dir = ps.train_run(ps.config("classifier"), self.dir, "cls")
         out = os.path.join(self.dir, "hf_cls")

@@ -54,6 +54,15 @@ const Rule kRules[] = {
     {"dropout_below_one", {"model.dropout=1"}, "model.dropout: must be in [0, 1) (got 1)"},
     {"dropout_not_negative", {"model.dropout=-0.1"}, "model.dropout: must be in [0, 1) (got -0.1)"},
     {"init_std_positive", {"model.init_std=0"}, "model.init_std: must be > 0 (got 0)"},
+    {"random_offsets_only_for_language_models",
+     {"model.kind=CLASSIFIER", "model.classifier={num_classes: 2}",
+      "data.window_sampling=RANDOM_OFFSETS"},
+     "data.window_sampling: does not apply: a CLASSIFIER's examples are whole texts, not windows "
+     "of a stream; remove it"},
+    {"init_std_only_with_normal_schemes",
+     {"model.init_scheme=PYTORCH", "model.init_std=0.05"},
+     "model.init_std: does not apply: only init_scheme NORMAL and GPT2 have a σ (the other "
+     "schemes scale by the layers' widths); remove it"},
     {"chunk_size_positive",
      {"model.attention.linear.chunk_size=0"},
      "model.attention.linear.chunk_size: must be >= 1 (got 0)"},

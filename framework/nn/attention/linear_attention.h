@@ -33,7 +33,8 @@ struct LinearAttentionOptions {
   /// layer) or PermuteFormer. None and the absolute encodings (added to the embeddings by the
   /// model) leave attention without one; the softmax-only encodings are refused.
   PositionEncoding position = NoPosition{};
-  double init_std = 0.0;  // see LinearOptions::init_std
+  WeightInit projection_init;  // q, k and v (default: PyTorch's)
+  WeightInit output_init;      // out_proj, which writes into the residual stream
   DType dtype = DType::kF32;
 };
 

@@ -116,17 +116,20 @@ SoftmaxAttention::SoftmaxAttention(const SoftmaxAttentionOptions& options, Gener
   SoftmaxPositionModules position;
   if (!options.custom_encoding && tables_first) position = softmax_position_modules(options, gen);
   q_proj_ = register_module(
-      "q_proj", std::make_shared<Linear>(
-                    LinearOptions{e, e, options.bias, options.dtype, options.init_std}, gen));
+      "q_proj",
+      std::make_shared<Linear>(
+          LinearOptions{e, e, options.bias, options.dtype, options.projection_init}, gen));
   k_proj_ = register_module(
-      "k_proj", std::make_shared<Linear>(
-                    LinearOptions{kv, e, options.bias, options.dtype, options.init_std}, gen));
+      "k_proj",
+      std::make_shared<Linear>(
+          LinearOptions{kv, e, options.bias, options.dtype, options.projection_init}, gen));
   v_proj_ = register_module(
-      "v_proj", std::make_shared<Linear>(
-                    LinearOptions{kv, e, options.bias, options.dtype, options.init_std}, gen));
+      "v_proj",
+      std::make_shared<Linear>(
+          LinearOptions{kv, e, options.bias, options.dtype, options.projection_init}, gen));
   out_proj_ = register_module(
       "out_proj", std::make_shared<Linear>(
-                      LinearOptions{e, e, options.bias, options.dtype, options.init_std}, gen));
+                      LinearOptions{e, e, options.bias, options.dtype, options.output_init}, gen));
   if (options.custom_encoding) {
     position.relative = options.custom_encoding;
   } else if (!tables_first) {

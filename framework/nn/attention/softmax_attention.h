@@ -43,7 +43,8 @@ struct SoftmaxAttentionOptions {
   /// child `position`; the same instance given to several layers shares its parameters, as
   /// T5's one bias table per stack). Any RelativeAttentionEncoding: Shaw, XL, skew, ALiBi, T5.
   std::shared_ptr<RelativeAttentionEncoding> custom_encoding;
-  double init_std = 0.0;  // see LinearOptions::init_std
+  WeightInit projection_init;  // q, k and v (default: PyTorch's)
+  WeightInit output_init;      // out_proj, which writes into the residual stream
   DType dtype = DType::kF32;
 };
 

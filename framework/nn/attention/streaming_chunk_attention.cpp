@@ -36,11 +36,13 @@ StreamingChunkAttention::StreamingChunkAttention(const StreamingChunkAttentionOp
              "StreamingChunkAttention: dropout {} must be in [0, 1)", options.dropout);
   ROTA_CHECK(options.dropout == 0.0 || dropout_gen_ != nullptr,
              "StreamingChunkAttention: dropout {} needs a dropout generator", options.dropout);
-  const LinearOptions proj{e, e, true, options.dtype, options.init_std};
+  const LinearOptions proj{e, e, true, options.dtype, options.projection_init};
   q_proj_ = register_module("q_proj", std::make_shared<Linear>(proj, gen));
   k_proj_ = register_module("k_proj", std::make_shared<Linear>(proj, gen));
   v_proj_ = register_module("v_proj", std::make_shared<Linear>(proj, gen));
-  out_proj_ = register_module("out_proj", std::make_shared<Linear>(proj, gen));
+  out_proj_ = register_module(
+      "out_proj",
+      std::make_shared<Linear>(LinearOptions{e, e, true, options.dtype, options.output_init}, gen));
   RelativeXlOptions xl;
   xl.heads = options.heads;
   xl.head_dim = head_dim();

@@ -16,14 +16,15 @@ Tensor chunk_visibility_mask(int64_t n, int64_t chunk_size, int64_t memory,
                              DType dtype = DType::kF32);
 
 struct StreamingChunkAttentionOptions {
-  int64_t dim = 0;          // model width E
-  int64_t heads = 1;        // H; head dim D = E / H
-  int64_t chunk_size = 16;  // C queries per chunk
-  int64_t memory = -1;      // M frames of left memory; < 0: unlimited
-  bool causal = false;      // additionally hide later frames of the own chunk (t > 0)
-  double dropout = 0.0;     // attention dropout (training only; needs a dropout generator)
-  double init_std = 0.0;    // see LinearOptions::init_std
-  int64_t pe_dim = 0;       // XL sinusoid width; 0 = E
+  int64_t dim = 0;             // model width E
+  int64_t heads = 1;           // H; head dim D = E / H
+  int64_t chunk_size = 16;     // C queries per chunk
+  int64_t memory = -1;         // M frames of left memory; < 0: unlimited
+  bool causal = false;         // additionally hide later frames of the own chunk (t > 0)
+  double dropout = 0.0;        // attention dropout (training only; needs a dropout generator)
+  WeightInit projection_init;  // q, k and v (default: PyTorch's)
+  WeightInit output_init;      // out_proj, which writes into the residual stream
+  int64_t pe_dim = 0;          // XL sinusoid width; 0 = E
   SinusoidLayout layout = SinusoidLayout::kInterleaved;
   DType dtype = DType::kF32;
 };

@@ -137,7 +137,9 @@ def config_to_model_text(config):
              f"  final_norm: {_fmt(c.final_norm)}", f"  norm_eps: {_fmt(float(c.norm_eps))}",
              f"  dropout: {_fmt(float(c.dropout))}",
              f"  embedding_scale: {'SQRT_WIDTH' if c.scale_embeddings else 'UNSCALED'}",
-             f"  init_std: {_fmt(float(c.init_std))}"]
+             f"  init_scheme: {c.init_scheme.upper()}"]
+    if c.init_scheme in ("normal", "gpt2"):  # Rota refuses init_std with the other schemes
+        lines.append(f"  init_std: {_fmt(float(c.init_std))}")
     if c.kind != "classifier":  # a classifier has no vocabulary output to tie
         lines.append(f"  tie_embeddings: {_fmt(c.tie_embeddings)}")
     lines.append("  attention {")

@@ -16,6 +16,27 @@ TEST(FirstDifference, NamesTheLineAndBothTexts) {
   EXPECT_EQ(first_difference("a\nb\n", "a\n"), "line 2: checkpoint has `b`, now `(end)`");
 }
 
+// A run recorded before a defaulted field existed has no line for it; loading both texts fills
+// the default, so the run still resumes. A real change of value still differs.
+TEST(SameResolvedRecipe, AMissingDefaultedFieldIsTheSameRecipeAChangedValueIsNot) {
+  const std::string now = R"(version: 1
+name: "x"
+model { width: 16 layers: 1 heads: 2 init_scheme: NORMAL position { lrpe {} } }
+data { corpus: "tinyshakespeare" tokenizer { kind: CHAR } sequence_length: 16 batch_size: 2
+       window_sampling: ALIGNED }
+train { steps: 5 }
+)";
+  std::string older = now;
+  older.replace(older.find(" init_scheme: NORMAL"), 20, "");
+  older.replace(older.find("window_sampling: ALIGNED"), 24, "");
+  EXPECT_TRUE(same_resolved_recipe(older, now, "saved"));
+  EXPECT_TRUE(same_resolved_recipe(now, now, "saved"));
+  std::string changed = now;
+  changed.replace(changed.find("ALIGNED"), 7, "RANDOM_OFFSETS");
+  EXPECT_FALSE(same_resolved_recipe(now, changed, "saved"));
+  EXPECT_FALSE(same_resolved_recipe("not a recipe {", now, "saved"));
+}
+
 TEST(DecideResume, AnEmptyOrMissingDirectoryStartsFresh) {
   rota::testing::TempDir dir;
   for (bool resume : {false, true}) {

@@ -115,6 +115,33 @@ TEST(TrainCommand, ResumeIsBitExactForAMaskedLm) {
   expect_resume_bit_exact("tiny_masked_lm", {"model.dropout=0.1"});
 }
 
+TEST(TrainCommand, ResumeIsBitExactWithRandomWindowOffsetsAndAnotherInitScheme) {
+  // Window starts are drawn per (seed, epoch, window): the loader's cursor restores them.
+  // (the tiny recipe sets model.init_std, which only NORMAL and GPT2 take: "!" unsets it)
+  expect_resume_bit_exact("tiny_causal_lm", {"data.window_sampling=RANDOM_OFFSETS",
+                                             "model.init_scheme=FAIRSEQ", "!model.init_std"});
+  expect_resume_bit_exact("tiny_masked_lm", {"data.window_sampling=RANDOM_OFFSETS"});
+}
+
+// The two options change what is trained: other windows, other starting weights.
+TEST(TrainCommand, WindowSamplingAndInitSchemeChangeTheRun) {
+  TempDir tmp;
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "aligned", {}, false, 3), kExitOk);
+  ASSERT_EQ(
+      train("tiny_causal_lm", tmp / "offsets", {"data.window_sampling=RANDOM_OFFSETS"}, false, 3),
+      kExitOk);
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "pytorch",
+                  {"model.init_scheme=PYTORCH", "!model.init_std"}, false, 3),
+            kExitOk);
+  ::testing::internal::GetCapturedStdout();
+  const auto weights = [&](const char* run) {
+    return read_bytes(latest(tmp / run) / io::kModelFile);
+  };
+  EXPECT_NE(weights("aligned"), weights("offsets"));
+  EXPECT_NE(weights("aligned"), weights("pytorch"));
+}
+
 TEST(TrainCommand, ResumeIsBitExactForAClassifierWithAccumulation) {
   expect_resume_bit_exact("tiny_classifier",
                           {"model.dropout=0.1", "train.gradient_accumulation=2"});

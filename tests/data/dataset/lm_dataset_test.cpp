@@ -46,6 +46,63 @@ TEST(CausalLmDataset, TrainingWindowsHaveTargetsShiftedByOne) {
   EXPECT_THROW(dataset.batch(bad), Error);
 }
 
+// Random offsets: every window is a full, correctly shifted window starting anywhere in the
+// usable stream; the same (seed, epoch, window) gives the same start, other epochs or seeds
+// other starts; the starts cover the stream (not only multiples of T) roughly uniformly.
+TEST(CausalLmDataset, RandomOffsetWindowsAreFullDeterministicAndUniform) {
+  const int64_t N = 1001, T = 10;
+  CausalLmDataset dataset(positional_stream(N), T, WindowMode::kTrain, /*pad_id=*/-7);
+  EXPECT_FALSE(dataset.sampling().random_offsets);
+  dataset.set_sampling({/*random_offsets=*/true, /*seed=*/42});
+  ASSERT_EQ(dataset.size(), (N - 1) / T);  // as many windows per epoch as aligned
+  const int64_t last_start = N - 1 - T;
+  std::vector<int64_t> indices(dataset.size());
+  std::iota(indices.begin(), indices.end(), int64_t{0});
+  std::vector<int64_t> start_histogram(10, 0);
+  int64_t unaligned = 0, differs_by_epoch = 0;
+  for (int64_t epoch = 0; epoch < 20; ++epoch) {
+    const LmBatch batch = dataset.batch(indices, epoch);
+    EXPECT_EQ(batch.target_count, dataset.size() * T);
+    for (int64_t b = 0; b < dataset.size(); ++b) {
+      const int64_t start = batch.tokens.at({b, 0}) - 1000;
+      ASSERT_GE(start, 0);
+      ASSERT_LE(start, last_start);
+      EXPECT_EQ(start, dataset.window_start(b, epoch));
+      for (int64_t t = 0; t < T; ++t) {
+        EXPECT_EQ(batch.tokens.at({b, t}), 1000 + start + t);
+        EXPECT_EQ(batch.targets.at({b, t}), 1000 + start + t + 1);
+        EXPECT_EQ(batch.mask.at({b, t}), 1.0);
+      }
+      if (start % T != 0) ++unaligned;
+      if (start != dataset.window_start(b, epoch + 1)) ++differs_by_epoch;
+      ++start_histogram[start * 10 / (last_start + 1)];
+    }
+  }
+  const int64_t draws = 20 * dataset.size();
+  EXPECT_GT(unaligned, draws * 8 / 10);          // 9 in 10 starts are not multiples of T
+  EXPECT_GT(differs_by_epoch, draws * 9 / 10);   // a fresh start every epoch
+  for (const int64_t count : start_histogram) {  // 200 expected per tenth; sd ~13
+    EXPECT_GT(count, 140);
+    EXPECT_LT(count, 260);
+  }
+  // Deterministic: another dataset with the same seed agrees; another seed does not.
+  CausalLmDataset same(positional_stream(N), T, WindowMode::kTrain, -7);
+  same.set_sampling({true, 42});
+  CausalLmDataset other(positional_stream(N), T, WindowMode::kTrain, -7);
+  other.set_sampling({true, 43});
+  int64_t other_differs = 0;
+  for (int64_t w = 0; w < dataset.size(); ++w) {
+    EXPECT_EQ(same.window_start(w, 3), dataset.window_start(w, 3));
+    if (other.window_start(w, 3) != dataset.window_start(w, 3)) ++other_differs;
+  }
+  EXPECT_GT(other_differs, dataset.size() * 9 / 10);
+}
+
+TEST(CausalLmDataset, RandomOffsetsAreRefusedForEvaluationWindows) {
+  CausalLmDataset dataset(positional_stream(50), 5, WindowMode::kEval, -7);
+  EXPECT_THROW(dataset.set_sampling({true, 1}), Error);
+}
+
 TEST(CausalLmDataset, EvaluationScoresEveryTokenAfterTheFirstExactlyOnce) {
   for (const int64_t N : {2, 5, 6, 7, 23, 101}) {
     const int64_t T = 5;

@@ -18,9 +18,9 @@ using rota::testing::allclose;
 void check_shared_input_matches_separate(bool bias) {
   Generator gen(11);
   const int64_t in = 7;
-  Linear a(LinearOptions{in, 5, bias, DType::kF64, 0.0}, gen);
-  Linear b(LinearOptions{in, 3, bias, DType::kF64, 0.0}, gen);
-  Linear c(LinearOptions{in, 4, bias, DType::kF64, 0.0}, gen);
+  Linear a(LinearOptions{in, 5, bias, DType::kF64}, gen);
+  Linear b(LinearOptions{in, 3, bias, DType::kF64}, gen);
+  Linear c(LinearOptions{in, 4, bias, DType::kF64}, gen);
   const Tensor x_data = randn({2, 6, in}, gen, 0, 1, DType::kF64);
   // Distinct weights per output so every gradient path matters: L = Σ w_l ⊙ y_l.
   const std::vector<Tensor> w = {randn({2, 6, 5}, gen, 0, 1, DType::kF64),
@@ -65,9 +65,9 @@ TEST(LinearSharedInput, MatchesSeparateLayersWithoutBias) {
 
 TEST(LinearSharedInput, RefusesLayersThatCannotStack) {
   Generator gen(3);
-  Linear a(LinearOptions{4, 5, true, DType::kF32, 0.0}, gen);
-  Linear wider(LinearOptions{6, 5, true, DType::kF32, 0.0}, gen);
-  Linear no_bias(LinearOptions{4, 5, false, DType::kF32, 0.0}, gen);
+  Linear a(LinearOptions{4, 5, true, DType::kF32}, gen);
+  Linear wider(LinearOptions{6, 5, true, DType::kF32}, gen);
+  Linear no_bias(LinearOptions{4, 5, false, DType::kF32}, gen);
   const Variable x(randn({2, 4}, gen));
   EXPECT_THROW(forward_shared_input({&a, &wider}, x), Error);
   EXPECT_THROW(forward_shared_input({&a, &no_bias}, x), Error);
