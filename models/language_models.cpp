@@ -1,6 +1,8 @@
 // Causal LM, masked LM and classifier.
 #include "models/language_models.h"
 
+#include <algorithm>
+
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/ops/elementwise.h"
 #include "framework/autograd/ops/linear_cross_entropy.h"
@@ -36,6 +38,30 @@ Variable CausalLm::loss(const Tensor& ids, const Tensor& targets) const {
   const Variable hidden = encoder_->forward(ids);
   if (lm_head_) return linear_cross_entropy(hidden, lm_head_->weight(), lm_head_->bias(), targets);
   return linear_cross_entropy(hidden, encoder_->embedding().weight(), Variable(), targets);
+}
+
+Tensor CausalLm::token_losses(const Tensor& ids, const Tensor& targets,
+                              int64_t rows_per_chunk) const {
+  ROTA_CHECK(ids.dim() == 2 && targets.shape() == ids.shape(),
+             "token_losses: ids {} and targets {} must both be [B, N]", shape_str(ids.shape()),
+             shape_str(targets.shape()));
+  ROTA_CHECK(rows_per_chunk >= 1, "token_losses: rows_per_chunk must be >= 1, got {}",
+             rows_per_chunk);
+  NoGradGuard no_grad;
+  const Tensor hidden = encoder_->forward(ids).data();  // [B, N, E]
+  const int64_t rows = ids.numel();
+  const Tensor flat_hidden = hidden.reshape({rows, hidden.size(-1)});
+  const Tensor flat_targets = targets.contiguous().reshape({rows});
+  Tensor losses = Tensor::empty({rows}, hidden.dtype());
+  for (int64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
+    const int64_t n = std::min(rows_per_chunk, rows - r0);
+    const Variable logits = project(Variable(flat_hidden.narrow(0, r0, n)));  // [n, V]
+    const Tensor chunk = cross_entropy(logits, flat_targets.narrow(0, r0, n), -100, 0.0,
+                                       Reduction::kNone)
+                             .data();  // [n]
+    losses.narrow(0, r0, n).copy_from(chunk);
+  }
+  return losses.reshape(ids.shape());
 }
 
 Tensor CausalLm::step(const Tensor& ids, EncoderState& state) const {

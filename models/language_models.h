@@ -18,6 +18,11 @@ class CausalLm : public nn::Module {
   Variable forward(const Tensor& ids) const;
   /// Mean cross-entropy of next-token targets [B, N] (ignore_index −100).
   Variable loss(const Tensor& ids, const Tensor& targets) const;
+  /// Each position's cross-entropy, without gradients: ids, targets [B, N] → [B, N] in the
+  /// model's float dtype (0 where the target is −100). The logits are formed for
+  /// `rows_per_chunk` positions at a time, so memory stays [rows_per_chunk, V] however long N.
+  Tensor token_losses(const Tensor& ids, const Tensor& targets,
+                      int64_t rows_per_chunk = 1024) const;
   /// True for linear attention; false for softmax attention, whose step() throws (a generator
   /// then runs full forward passes over the growing sequence).
   bool supports_step() const { return encoder_->supports_step(); }

@@ -1,6 +1,7 @@
 // `rota eval` (see eval_run.h).
 #include "app/run/eval_run.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -49,6 +50,21 @@ int run_evaluation(const EvalRequest& request) {
   train::Metrics metrics;
   {
     NoGradGuard no_grad;
+    if (request.by_position) {
+      // Position p predicts the window's token p + 1 from its first p tokens.
+      for (const PositionBucket& bucket :
+           loaded.task->evaluate_by_position(split, request.batches)) {
+        std::string line =
+            fmt::format("positions={}-{} tokens={}", bucket.first, bucket.last, bucket.tokens);
+        if (bucket.tokens > 0) {
+          const double loss = bucket.loss_sum / static_cast<double>(bucket.tokens);
+          line += fmt::format(" loss={:.6g} ppl={:.6g}", loss, std::exp(loss));
+        } else {
+          line += " loss=nan ppl=nan";  // no window reaches these positions
+        }
+        std::printf("%s\n", line.c_str());
+      }
+    }
     metrics = loaded.task->evaluate_split(split, request.batches);
   }
   std::string line = "split=" + split;

@@ -4,6 +4,7 @@
 #include "app/tasks/causal_lm_task.h"
 #include "app/tasks/lm_evaluation.h"
 #include "data/dataset/batch.h"
+#include "framework/distributed/sharded_sums.h"
 #include "framework/io/log.h"
 
 namespace rota::app {
@@ -57,6 +58,46 @@ train::Metrics CausalLmTask::evaluate_split(const std::string& split, int64_t ma
   ROTA_CHECK(targets > 0, "eval: the {} split has no targets", split);
   const double loss = totals.loss_sum / static_cast<double>(targets);
   return {{"loss", loss}, {"ppl", std::exp(loss)}, {"tokens", static_cast<double>(targets)}};
+}
+
+std::vector<PositionBucket> CausalLmTask::evaluate_by_position(const std::string& split,
+                                                               int64_t max_batches) {
+  const data::CausalLmDataset dataset = eval_dataset(split);
+  data::BatchLoader loader(dataset.size(), evaluation_loader_options());
+  std::vector<PositionBucket> buckets = position_buckets(dataset.seq_len());
+  const auto count = static_cast<int64_t>(buckets.size());
+  const int64_t batches = evaluation_batch_count(loader, max_batches);
+  // Batch b on rank b % ranks; per bucket the loss sum and the token count, added in batch
+  // order (as evaluate_split, so the totals do not depend on the number of ranks).
+  distributed::ShardedSums sums(communicator(), batches, count, count);
+  for (int64_t b = 0; b < batches; ++b) {
+    const std::vector<int64_t> indices = loader.next().indices;
+    if (!sums.mine(b)) continue;
+    const data::LmBatch batch = dataset.batch(indices);
+    check_batch_memory(batch.tokens);
+    const Tensor losses = model_->token_losses(batch.tokens, batch.targets).to(DType::kF64);
+    const Tensor mask = batch.mask.to(DType::kF64).contiguous();
+    const double* loss = losses.data<double>();
+    const double* real = mask.data<double>();
+    std::vector<double> loss_sums(count, 0.0);
+    std::vector<int64_t> tokens(count, 0);
+    const int64_t rows = batch.tokens.size(0), width = batch.tokens.size(1);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t t = 0; t < width; ++t) {
+        if (real[r * width + t] == 0.0) continue;
+        const int64_t k = bucket_of(t + 1);
+        loss_sums[k] += loss[r * width + t];
+        ++tokens[k];
+      }
+    }
+    sums.set(b, loss_sums, tokens);
+  }
+  const distributed::ShardedSums::Totals totals = sums.totals();
+  for (int64_t k = 0; k < count; ++k) {
+    buckets[k].loss_sum = totals.doubles[k];
+    buckets[k].tokens = totals.ints[k];
+  }
+  return buckets;
 }
 
 std::vector<EvalBatch> CausalLmTask::evaluation_batches(const std::string& split,

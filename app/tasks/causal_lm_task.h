@@ -23,6 +23,8 @@ class CausalLmTask : public Task {
   models::CausalLm& causal_lm() { return *model_; }
   train::MicroBatch next_micro_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
+  std::vector<PositionBucket> evaluate_by_position(const std::string& split,
+                                                   int64_t max_batches) override;
   std::vector<EvalBatch> evaluation_batches(const std::string& split, int64_t max_batches) override;
   /// The token stream of a split (encoded or mapped once, cached).
   data::TokenStream split_tokens(const std::string& split);

@@ -117,6 +117,12 @@ int64_t Task::eval_batch_size() const {
   return inputs_.recipe.data().batch_size() / inputs_.recipe.train().gradient_accumulation();
 }
 
+std::vector<PositionBucket> Task::evaluate_by_position(const std::string&, int64_t) {
+  throw recipes::RecipeError(
+      "--by-position: the loss by position applies to causal language models (this run is a " +
+      recipes::Model::Kind_Name(recipe().model().kind()) + ")");
+}
+
 data::WindowSampling Task::training_window_sampling() const {
   data::WindowSampling sampling;
   sampling.random_offsets = recipe().data().window_sampling() == recipes::Data::RANDOM_OFFSETS;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "app/setup/memory_budget.h"
+#include "app/tasks/position_buckets.h"
 #include "data/corpus/corpus.h"
 #include "data/dataset/lm_dataset.h"
 #include "data/loader/batch_loader.h"
@@ -76,6 +77,10 @@ class Task : public train::TrainingTask {
   /// Metrics of a whole split ("valid" or "test"); max_batches > 0 limits the batches.
   /// Collective when data-parallel: call it on every rank.
   virtual train::Metrics evaluate_split(const std::string& split, int64_t max_batches) = 0;
+  /// The loss by position in the window over `split` (`rota eval --by-position`): the causal
+  /// LM's; other kinds refuse (recipes::RecipeError). Collective when data-parallel.
+  virtual std::vector<PositionBucket> evaluate_by_position(const std::string& split,
+                                                           int64_t max_batches);
   /// The batches evaluate_split(split, max_batches) runs, in batch order, as one process runs
   /// them (for reproducing an evaluation elsewhere, e.g. the Python bindings). Not collective.
   virtual std::vector<EvalBatch> evaluation_batches(const std::string& split,

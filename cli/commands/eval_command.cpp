@@ -1,4 +1,5 @@
-// `rota eval RUN_OR_CHECKPOINT [--split S] [--data SOURCE] [--batches N] [--context N]`.
+// `rota eval RUN_OR_CHECKPOINT [--split S] [--data SOURCE] [--batches N] [--context N]
+// [--by-position]`.
 #include <memory>
 
 #include "app/run/eval_run.h"
@@ -22,6 +23,9 @@ Command add_eval_command(CLI::App& app) {
                   "Evaluate windows of N tokens instead of the trained data.sequence_length "
                   "(length extrapolation)")
       ->check(positive_number());
+  cmd->add_flag("--by-position", request->by_position,
+                "Also print the loss by position in the window, in power-of-two buckets "
+                "(causal LMs)");
   add_max_memory_option(*cmd, request->max_memory, "the evaluation");
   add_override_options(*cmd, request->overrides, "the checkpoint's recipe");
   return {cmd, [request] { return app::run_evaluation(*request); }};

@@ -1,4 +1,6 @@
 // Models: recurrent generation == full forward, greedy decoding, padding, checkpoint names.
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -40,6 +42,38 @@ ModelOptions tiny(models::ModelKind kind, const std::string& position) {
 
 Tensor random_ids(int64_t b, int64_t n, int64_t vocab, Generator& gen) {
   return randint({b, n}, gen, 0, vocab);
+}
+
+// token_losses: each position's cross-entropy of the full logits (computed here from forward()),
+// 0 at ignored targets, the same whatever the chunking; their mean over the targets is loss().
+TEST(CausalLm, TokenLossesArePerPositionCrossEntropyAndAverageToTheLoss) {
+  Generator gen(5);
+  models::CausalLm model(tiny(models::ModelKind::kCausalLm, "lrpe"), gen, nullptr);
+  model.eval();
+  const Tensor ids = random_ids(2, 9, 11, gen);
+  Tensor targets = random_ids(2, 9, 11, gen);
+  targets.data<int64_t>()[4] = -100;                // an ignored target
+  const Tensor logits = model.forward(ids).data();  // [2, 9, 11]
+  const Tensor losses = model.token_losses(ids, targets, /*rows_per_chunk=*/4);
+  ASSERT_EQ(losses.shape(), (Shape{2, 9}));
+  double sum = 0;
+  for (int64_t b = 0; b < 2; ++b) {
+    for (int64_t t = 0; t < 9; ++t) {
+      const int64_t target = targets.at({b, t});
+      if (target < 0) {
+        EXPECT_EQ(losses.at({b, t}), 0.0);
+        continue;
+      }
+      double max = -1e300, total = 0;
+      for (int64_t v = 0; v < 11; ++v) max = std::max(max, logits.at({b, t, v}));
+      for (int64_t v = 0; v < 11; ++v) total += std::exp(logits.at({b, t, v}) - max);
+      const double expected = max + std::log(total) - logits.at({b, t, target});
+      EXPECT_NEAR(losses.at({b, t}), expected, 1e-12) << b << " " << t;
+      sum += expected;
+    }
+  }
+  EXPECT_TRUE(allclose(model.token_losses(ids, targets, 1000), losses, 0, 0));
+  EXPECT_NEAR(model.loss(ids, targets).item(), sum / 17.0, 1e-12);
 }
 
 class CausalLmPositions : public ::testing::TestWithParam<std::string> {};

@@ -202,5 +202,60 @@ TEST(EvalContext, TheEvaluationBatchKeepsItsTokenCount) {
   EXPECT_THROW(recipe_at_context(trained, 0), recipes::RecipeError);
 }
 
+// --by-position: the buckets [1, 1], [2, 3], [4, 7], ... cut at the context; their token counts
+// add up to the split's and their token-weighted mean loss is the split's loss; the contract
+// line stays last. Other model kinds are refused with the reason.
+TEST(EvalByPosition, BucketsPartitionTheTokensAndAverageToTheSplitLoss) {
+  TempDir tmp;
+  train_tiny("tiny_causal_lm", "{lrpe {}}", tmp / "run");
+  EvalRequest args;
+  args.checkpoint = (tmp / "run").string();
+  args.split = "test";
+  args.context = 48;
+  args.by_position = true;
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int code = run_evaluation(args);
+  ::testing::internal::GetCapturedStderr();
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(code, kExitOk);
+  std::vector<std::string> lines;
+  std::istringstream stream(out);
+  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  const std::vector<std::string> ranges = {"1-1", "2-3", "4-7", "8-15", "16-31", "32-48"};
+  ASSERT_EQ(lines.size(), ranges.size() + 1) << out;
+  double weighted = 0, tokens = 0;
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    EXPECT_EQ(lines[k].rfind("positions=" + ranges[k] + " ", 0), 0u) << lines[k];
+    const double n = field(lines[k], "tokens"), loss = field(lines[k], "loss");
+    EXPECT_GT(n, 0);
+    EXPECT_NEAR(field(lines[k], "ppl"), std::exp(loss), 1e-5 * std::exp(loss));
+    weighted += n * loss;
+    tokens += n;
+  }
+  const std::string& last = lines.back();
+  EXPECT_EQ(last.rfind("split=test ", 0), 0u) << last;
+  EXPECT_EQ(tokens, field(last, "tokens"));
+  EXPECT_NEAR(weighted / tokens, field(last, "loss"), 1e-5 * field(last, "loss"));
+
+  train_tiny("tiny_masked_lm", "{lrpe {}}", tmp / "mlm");
+  args.checkpoint = (tmp / "mlm").string();
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  try {
+    run_evaluation(args);
+    ::testing::internal::GetCapturedStderr();
+    ::testing::internal::GetCapturedStdout();
+    FAIL() << "a masked LM was evaluated by position";
+  } catch (const recipes::RecipeError& e) {
+    ::testing::internal::GetCapturedStderr();
+    ::testing::internal::GetCapturedStdout();
+    EXPECT_NE(std::string(e.what()).find("applies to causal language models (this run is a "
+                                         "MASKED_LM)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace rota::app
