@@ -89,6 +89,22 @@ class ChunkedEqualsQuadraticEqualsRecurrent(unittest.TestCase):
                                   pairing=position.pairing, norm=normalization):
                     torch.testing.assert_close(stepped, full, rtol=1e-10, atol=1e-10)
 
+    def test_bf16_autocast_forward_runs_and_stays_close_to_f32(self):
+        # CPU autocast computes the products in bf16; every norm still sees its own dtype.
+        for normalization in ("layer_norm", "rms_norm"):
+            torch.manual_seed(2)
+            model = rt.build_model(small_config(LINEAR_POSITIONS[0], normalization=normalization))
+            model.eval()
+            ids = torch.randint(0, 23, (2, 11))
+            with torch.no_grad():
+                full = model(ids)
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    low = model(ids).float()
+            with self.subTest(norm=normalization):
+                self.assertTrue(torch.isfinite(low).all())
+                # bf16 keeps 8 significant bits: logits agree to a few percent of their spread.
+                self.assertLess(float((low - full).abs().max()), 0.05 * float(full.std()) + 0.02)
+
     def test_denominator_with_nonnegative_features(self):
         for fmap in ("one_plus_elu", "relu", "exp"):
             for position in (rt.PositionConfig(kind="none"),

@@ -115,7 +115,9 @@ class LinearAttention(nn.Module):
         b, _, n, _ = heads_out.shape
         merged = heads_out.transpose(1, 2).reshape(b, n, self.config.width)
         if self.norm is not None:
-            merged = self.norm(merged)
+            # In the norm's own dtype: under CPU autocast the products above give bf16, and
+            # PyTorch 1.13's layer_norm refuses bf16 input with f32 γ/β (Rota's norm runs in f32).
+            merged = self.norm(merged.to(self.norm.weight.dtype))
         return self.out_proj(merged)
 
     def _decay(self, dtype, device):
