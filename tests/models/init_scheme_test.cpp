@@ -76,6 +76,12 @@ Kind kind_of(const std::string& name) {
   return Kind::kOther;
 }
 
+bool is_bias(Kind kind) {
+  return kind == Kind::kAttentionInputBias || kind == Kind::kAttentionOutputBias ||
+         kind == Kind::kFfnFirstBias || kind == Kind::kFfnSecondBias ||
+         kind == Kind::kClassifierBias;
+}
+
 // The schemes' formulas (docs/recipes.md, "Initialisation").
 Expected expected(InitScheme scheme, Kind kind) {
   const double e = kWidth, f = kFfn;
@@ -85,33 +91,15 @@ Expected expected(InitScheme scheme, Kind kind) {
     case InitScheme::kGpt2: {
       const double residual =
           scheme == InitScheme::kGpt2 ? kSigma / std::sqrt(2.0 * kLayers) : kSigma;
-      switch (kind) {
-        case Kind::kAttentionOutputWeight:
-        case Kind::kFfnSecondWeight:
-          return normal(residual);
-        case Kind::kAttentionInputBias:
-        case Kind::kAttentionOutputBias:
-        case Kind::kFfnFirstBias:
-        case Kind::kFfnSecondBias:
-        case Kind::kClassifierBias:
-          return zero();
-        default:
-          return normal(kSigma);
+      if (is_bias(kind)) return zero();
+      if (kind == Kind::kAttentionOutputWeight || kind == Kind::kFfnSecondWeight) {
+        return normal(residual);
       }
+      return normal(kSigma);
     }
     case InitScheme::kWidthScaled:
-      switch (kind) {
-        case Kind::kFfnSecondWeight:
-          return normal(1.0 / std::sqrt(f));
-        case Kind::kAttentionInputBias:
-        case Kind::kAttentionOutputBias:
-        case Kind::kFfnFirstBias:
-        case Kind::kFfnSecondBias:
-        case Kind::kClassifierBias:
-          return zero();
-        default:
-          return normal(1.0 / std::sqrt(e));
-      }
+      if (is_bias(kind)) return zero();
+      return normal(1.0 / std::sqrt(kind == Kind::kFfnSecondWeight ? f : e));
     case InitScheme::kPyTorch:
       switch (kind) {
         case Kind::kEmbedding:
