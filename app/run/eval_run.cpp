@@ -33,6 +33,7 @@ int run_evaluation(const EvalRequest& request) {
         split = on_data.split;
       },
       MemoryBudget{request.max_memory});
+  loaded.task->set_evaluation_stride(request.stride);
   // "valid", "validation", "val" and "dev" all name the validation split, whichever of them the
   // corpus calls it (WikiText has valid.txt, GLUE dev.tsv).
   if (request.data.empty() &&

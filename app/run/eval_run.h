@@ -14,7 +14,8 @@ struct EvalRequest {
   int64_t batches = 0;       // 0: the whole split
   int64_t context = 0;       // tokens per window; 0: the recipe's data.sequence_length
   bool by_position = false;  // also the loss per position bucket (causal LMs)
-  int64_t max_memory = 0;    // bytes evaluation may use (--max-memory); 0: what is available
+  int64_t stride = 0;      // sliding windows every `stride` tokens (causal LMs); 0: non-overlapping
+  int64_t max_memory = 0;  // bytes evaluation may use (--max-memory); 0: what is available
   /// --set / --unset on the checkpoint's recipe (e.g. data.batch_size, train.threads), applied
   /// and re-validated before anything is built; model fields must still fit the weights.
   std::vector<std::string> overrides;

@@ -1,11 +1,15 @@
 // Causal LM task: token-stream windows, next-token loss, perplexity over a whole split.
+#include "app/tasks/causal_lm_task.h"
+
 #include <cmath>
 
-#include "app/tasks/causal_lm_task.h"
+#include <fmt/format.h>
+
 #include "app/tasks/lm_evaluation.h"
 #include "data/dataset/batch.h"
 #include "framework/distributed/sharded_sums.h"
 #include "framework/io/log.h"
+#include "recipes/recipe_error.h"
 
 namespace rota::app {
 
@@ -39,9 +43,21 @@ train::MicroBatch CausalLmTask::next_micro_batch() {
   return {model_->loss(batch.tokens, batch.targets), batch.target_count};
 }
 
+void CausalLmTask::set_evaluation_stride(int64_t stride) {
+  const int64_t length = recipe().data().sequence_length();
+  if (stride < 0 || stride > length) {
+    throw recipes::RecipeError(fmt::format(
+        "--stride {}: must be in [1, {}], the evaluation window (--context or the recipe's "
+        "data.sequence_length)",
+        stride, length));
+  }
+  evaluation_stride_ = stride;
+}
+
 data::CausalLmDataset CausalLmTask::eval_dataset(const std::string& split) {
   return data::CausalLmDataset(split_tokens(split), recipe().data().sequence_length(),
-                               data::WindowMode::kEval, data::padding_id(tokenizer()));
+                               data::WindowMode::kEval, data::padding_id(tokenizer()),
+                               evaluation_stride_);
 }
 
 train::Metrics CausalLmTask::evaluate_split(const std::string& split, int64_t max_batches) {
@@ -76,15 +92,15 @@ std::vector<PositionBucket> CausalLmTask::evaluate_by_position(const std::string
     const data::LmBatch batch = dataset.batch(indices);
     check_batch_memory(batch.tokens);
     const Tensor losses = model_->token_losses(batch.tokens, batch.targets).to(DType::kF64);
-    const Tensor mask = batch.mask.to(DType::kF64).contiguous();
+    const Tensor targets = batch.targets.contiguous();
     const double* loss = losses.data<double>();
-    const double* real = mask.data<double>();
+    const int64_t* target = targets.data<int64_t>();
     std::vector<double> loss_sums(count, 0.0);
     std::vector<int64_t> tokens(count, 0);
     const int64_t rows = batch.tokens.size(0), width = batch.tokens.size(1);
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t t = 0; t < width; ++t) {
-        if (real[r * width + t] == 0.0) continue;
+        if (target[r * width + t] == data::kIgnoreIndex) continue;  // padding, or context
         const int64_t k = bucket_of(t + 1);
         loss_sums[k] += loss[r * width + t];
         ++tokens[k];

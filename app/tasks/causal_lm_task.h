@@ -25,6 +25,7 @@ class CausalLmTask : public Task {
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
   std::vector<PositionBucket> evaluate_by_position(const std::string& split,
                                                    int64_t max_batches) override;
+  void set_evaluation_stride(int64_t stride) override;
   std::vector<EvalBatch> evaluation_batches(const std::string& split, int64_t max_batches) override;
   /// The token stream of a split (encoded or mapped once, cached).
   data::TokenStream split_tokens(const std::string& split);
@@ -39,6 +40,7 @@ class CausalLmTask : public Task {
   std::shared_ptr<models::CausalLm> model_;
   LmTokenSource source_{*this};
   std::optional<data::CausalLmDataset> train_data_;
+  int64_t evaluation_stride_ = 0;  // 0: non-overlapping evaluation windows
 };
 
 }  // namespace rota::app

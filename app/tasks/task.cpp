@@ -117,6 +117,13 @@ int64_t Task::eval_batch_size() const {
   return inputs_.recipe.data().batch_size() / inputs_.recipe.train().gradient_accumulation();
 }
 
+void Task::set_evaluation_stride(int64_t stride) {
+  if (stride == 0) return;
+  throw recipes::RecipeError(
+      "--stride: sliding evaluation windows apply to causal language models (this run is a " +
+      recipes::Model::Kind_Name(recipe().model().kind()) + ")");
+}
+
 std::vector<PositionBucket> Task::evaluate_by_position(const std::string&, int64_t) {
   throw recipes::RecipeError(
       "--by-position: the loss by position applies to causal language models (this run is a " +

@@ -79,6 +79,10 @@ class Task : public train::TrainingTask {
   virtual train::Metrics evaluate_split(const std::string& split, int64_t max_batches) = 0;
   /// The loss by position in the window over `split` (`rota eval --by-position`): the causal
   /// LM's; other kinds refuse (recipes::RecipeError). Collective when data-parallel.
+  /// Evaluation windows of data.sequence_length tokens every `stride` tokens, scoring only
+  /// what the previous window did not (`rota eval --stride`); 0 = non-overlapping. Causal LMs
+  /// only: the other kinds refuse a stride (recipes::RecipeError).
+  virtual void set_evaluation_stride(int64_t stride);
   virtual std::vector<PositionBucket> evaluate_by_position(const std::string& split,
                                                            int64_t max_batches);
   /// The batches evaluate_split(split, max_batches) runs, in batch order, as one process runs

@@ -1,5 +1,5 @@
 // `rota eval RUN_OR_CHECKPOINT [--split S] [--data SOURCE] [--batches N] [--context N]
-// [--by-position]`.
+// [--stride N] [--by-position]`.
 #include <memory>
 
 #include "app/run/eval_run.h"
@@ -22,6 +22,11 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--context", request->context,
                   "Evaluate windows of N tokens instead of the trained data.sequence_length "
                   "(length extrapolation)")
+      ->check(positive_number());
+  cmd->add_option("--stride", request->stride,
+                  "Sliding windows: start one every N tokens and score only the tokens the "
+                  "previous window did not, so each has at least window − N tokens of context "
+                  "(causal LMs; default: non-overlapping windows)")
       ->check(positive_number());
   cmd->add_flag("--by-position", request->by_position,
                 "Also print the loss by position in the window, in power-of-two buckets "

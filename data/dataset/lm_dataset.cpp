@@ -14,12 +14,23 @@ TokenWindows::TokenWindows(const char* what, TokenStream tokens, int64_t seq_len
   ROTA_CHECK(tokens_ != nullptr, "{}: no token stream", what_);
 }
 
-void TokenWindows::cut(int64_t content_len, int64_t lookahead, WindowMode mode) {
+void TokenWindows::cut(int64_t content_len, int64_t lookahead, WindowMode mode, int64_t stride) {
+  ROTA_CHECK(stride >= 0 && stride <= content_len,
+             "{}: the stride must be in [1, {}] (0: the window length), got {}", what_, content_len,
+             stride);
+  ROTA_CHECK(stride == 0 || stride == content_len || mode == WindowMode::kEval,
+             "{}: sliding windows (a stride) apply to evaluation windows only", what_);
   content_len_ = content_len;
+  stride_ = stride == 0 ? content_len : stride;
   mode_ = mode;
   usable_ = std::max<int64_t>(token_count() - lookahead, 0);
-  windows_ = mode == WindowMode::kTrain ? usable_ / content_len
-                                        : (usable_ + content_len - 1) / content_len;
+  if (mode == WindowMode::kTrain) {
+    windows_ = usable_ / content_len;
+  } else if (usable_ <= content_len) {
+    windows_ = usable_ > 0 ? 1 : 0;
+  } else {  // the last window reaches the end: (windows − 1) · stride + content_len >= usable
+    windows_ = 1 + (usable_ - content_len + stride_ - 1) / stride_;
+  }
 }
 
 void TokenWindows::set_sampling(const WindowSampling& sampling) {
@@ -37,17 +48,19 @@ TokenWindows::Window TokenWindows::window_at(int64_t w, int64_t epoch) const {
         mix_seed({sampling_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(w)}));
     const int64_t last_start = usable_ - content_len_;
     const auto start = static_cast<int64_t>(gen.next_below(static_cast<uint64_t>(last_start) + 1));
-    return {start, content_len_};
+    return {start, content_len_, 0};
   }
-  const int64_t start = w * content_len_;
-  return {start, std::min(content_len_, usable_ - start)};
+  const int64_t start = w * stride_;
+  // Window w > 0 scores the positions past the previous window's end, (w − 1)·stride + C.
+  const int64_t scored_from = w == 0 ? 0 : content_len_ - stride_;
+  return {start, std::min(content_len_, usable_ - start), scored_from};
 }
 
 CausalLmDataset::CausalLmDataset(TokenStream tokens, int64_t seq_len, WindowMode mode,
-                                 int64_t pad_id)
+                                 int64_t pad_id, int64_t stride)
     : TokenWindows("causal lm dataset", std::move(tokens), seq_len, pad_id), mode_(mode) {
   ROTA_CHECK(seq_len > 0, "causal lm dataset: seq_len must be positive, got {}", seq_len);
-  cut(seq_len, /*lookahead=*/1, mode);
+  cut(seq_len, /*lookahead=*/1, mode, stride);
 }
 
 int64_t CausalLmDataset::target_count() const {
@@ -62,13 +75,12 @@ LmBatch CausalLmDataset::batch(std::span<const int64_t> indices, int64_t epoch) 
                     copy_stream(window.start + 1, window.length, targets);
                     for (int64_t t = 0; t < T; ++t) {
                       const bool real = t < window.length;
-                      if (!real) {
-                        tokens[t] = pad_id();
-                        targets[t] = kIgnoreIndex;
-                      }
+                      if (!real) tokens[t] = pad_id();
+                      // Padding, and a sliding window's context positions, are not scored.
+                      if (!real || t < window.scored_from) targets[t] = kIgnoreIndex;
                       mask[t] = real ? 1.0f : 0.0f;
                     }
-                    return window.length;
+                    return window.length - window.scored_from;
                   });
 }
 

@@ -52,12 +52,14 @@ class TokenWindows {
 
   /// Cuts the first N - lookahead tokens (the last `lookahead` only serve as targets) into
   /// windows of content_len > 0 tokens: full windows only (kTrain), or all with a partial last
-  /// one (kEval).
-  void cut(int64_t content_len, int64_t lookahead, WindowMode mode);
+  /// one (kEval). kEval with 0 < stride < content_len: sliding windows starting every `stride`
+  /// tokens, each scoring only the tokens the previous window did not (see Window).
+  void cut(int64_t content_len, int64_t lookahead, WindowMode mode, int64_t stride = 0);
 
   struct Window {
-    int64_t start = 0;   // first stream token
-    int64_t length = 0;  // stream tokens in the window
+    int64_t start = 0;        // first stream token
+    int64_t length = 0;       // stream tokens in the window
+    int64_t scored_from = 0;  // first position of the window whose prediction is scored
   };
   /// The batch of the windows w = indices[b]: tokens, targets [B, W] i64 and mask [B, W] f32,
   /// row b filled by fill_row(w, window, W, tokens, targets, mask) (the row's W elements of
@@ -107,6 +109,7 @@ class TokenWindows {
   int64_t content_len_ = 0;
   int64_t usable_ = 0;  // N - lookahead: the tokens windows cover
   int64_t windows_ = 0;
+  int64_t stride_ = 0;  // the start of window w is w · stride_
   WindowMode mode_ = WindowMode::kTrain;
   WindowSampling sampling_;
 };
@@ -117,7 +120,13 @@ class TokenWindows {
 /// N - 1 tokens after the first: perplexity = exp(sum of losses / target_count()).
 class CausalLmDataset : public TokenWindows {
  public:
-  CausalLmDataset(TokenStream tokens, int64_t seq_len, WindowMode mode, int64_t pad_id);
+  /// stride (kEval only): 0 or seq_len for non-overlapping windows; 0 < stride < seq_len for
+  /// sliding windows of seq_len tokens every `stride` tokens: window 0 scores all its targets,
+  /// window w > 0 only its last `stride` (those past the previous window), so every target is
+  /// still scored exactly once, from at least seq_len − stride tokens of context once past the
+  /// first window.
+  CausalLmDataset(TokenStream tokens, int64_t seq_len, WindowMode mode, int64_t pad_id,
+                  int64_t stride = 0);
 
   /// Targets over all windows: N - 1 in evaluation mode, size() * T in training mode.
   int64_t target_count() const;

@@ -257,5 +257,55 @@ TEST(EvalByPosition, BucketsPartitionTheTokensAndAverageToTheSplitLoss) {
   }
 }
 
+// --stride: S = the window is the plain evaluation, bit for bit; a smaller stride scores the same
+// tokens (each once) with more context, so only the first window fills the early position
+// buckets; a masked LM refuses the flag.
+TEST(EvalStride, SlidingWindowsScoreTheSameTokensAndFullStrideIsThePlainEvaluation) {
+  TempDir tmp;
+  train_tiny("tiny_causal_lm", "{lrpe {}}", tmp / "run");
+  const auto run_eval = [&](const fs::path& run, int64_t stride, bool by_position) {
+    EvalRequest args;
+    args.checkpoint = run.string();
+    args.split = "test";
+    args.context = 32;
+    args.stride = stride;
+    args.by_position = by_position;
+    ::testing::internal::CaptureStdout();
+    ::testing::internal::CaptureStderr();
+    int code = -1;
+    try {
+      code = run_evaluation(args);
+    } catch (...) {
+      ::testing::internal::GetCapturedStderr();
+      ::testing::internal::GetCapturedStdout();
+      throw;
+    }
+    ::testing::internal::GetCapturedStderr();
+    const std::string out = ::testing::internal::GetCapturedStdout();
+    EXPECT_EQ(code, kExitOk);
+    return out;
+  };
+  const std::string plain = run_eval(tmp / "run", 0, false);
+  EXPECT_EQ(run_eval(tmp / "run", 32, false), plain);
+  const std::string sliding = run_eval(tmp / "run", 8, true);
+  const std::string last = sliding.substr(sliding.rfind("split=test"));
+  EXPECT_EQ(field(last, "tokens"), field(plain, "tokens"));
+  EXPECT_NE(field(last, "loss"), field(plain, "loss"));
+  // Positions 1..24 occur only in the first window (later windows score positions 25..32).
+  EXPECT_EQ(sliding.rfind("positions=1-1 tokens=1 ", 0), 0u) << sliding;
+  EXPECT_NE(sliding.find("\npositions=8-15 tokens=8 "), std::string::npos) << sliding;
+
+  train_tiny("tiny_masked_lm", "{lrpe {}}", tmp / "mlm");
+  try {
+    run_eval(tmp / "mlm", 8, false);
+    FAIL() << "a masked LM was evaluated with a stride";
+  } catch (const recipes::RecipeError& e) {
+    EXPECT_NE(std::string(e.what()).find("--stride: sliding evaluation windows apply to causal "
+                                         "language models"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace rota::app

@@ -11,6 +11,7 @@
 #include "data/tokenizer/word_tokenizer.h"
 #include "framework/base/error.h"
 #include "tests/data/test_files.h"
+#include "tests/support/allclose.h"
 
 namespace rota::data {
 namespace {
@@ -101,6 +102,50 @@ TEST(CausalLmDataset, RandomOffsetWindowsAreFullDeterministicAndUniform) {
 TEST(CausalLmDataset, RandomOffsetsAreRefusedForEvaluationWindows) {
   CausalLmDataset dataset(positional_stream(50), 5, WindowMode::kEval, -7);
   EXPECT_THROW(dataset.set_sampling({true, 1}), Error);
+}
+
+// Sliding evaluation windows: every target of the stream is scored exactly once; past the first
+// window a scored target has at least T − S tokens of context in its window; S = T is the
+// non-overlapping evaluation.
+TEST(CausalLmDataset, SlidingWindowsScoreEveryTargetOnceWithAtLeastTMinusSContext) {
+  const int64_t T = 8;
+  for (const int64_t N : {2, 5, 9, 10, 37, 64, 65}) {
+    for (const int64_t S : {1, 3, 8}) {
+      const CausalLmDataset dataset(positional_stream(N), T, WindowMode::kEval, -7, S);
+      std::vector<int64_t> indices(dataset.size());
+      std::iota(indices.begin(), indices.end(), int64_t{0});
+      const LmBatch batch = dataset.batch(indices);
+      std::vector<int> scored(N, 0);  // by the position of the predicted token
+      for (int64_t w = 0; w < dataset.size(); ++w) {
+        EXPECT_EQ(batch.tokens.at({w, 0}), 1000 + w * S);  // window w starts at w·S
+        for (int64_t t = 0; t < batch.targets.size(1); ++t) {
+          const int64_t target = batch.targets.at({w, t});
+          if (target == kIgnoreIndex) continue;
+          const int64_t predicted = target - 1000;
+          EXPECT_EQ(predicted, w * S + t + 1);
+          ++scored[predicted];
+          if (w > 0) EXPECT_GE(t + 1, T - S + 1) << "N=" << N << " S=" << S << " w=" << w;
+        }
+      }
+      EXPECT_EQ(scored[0], 0);
+      for (int64_t i = 1; i < N; ++i)
+        EXPECT_EQ(scored[i], 1) << "N=" << N << " S=" << S << " " << i;
+      EXPECT_EQ(batch.target_count, N - 1);
+      EXPECT_EQ(dataset.target_count(), N - 1);
+    }
+    // S = T: the non-overlapping windows, batch for batch.
+    const CausalLmDataset plain(positional_stream(N), T, WindowMode::kEval, -7);
+    const CausalLmDataset full_stride(positional_stream(N), T, WindowMode::kEval, -7, T);
+    ASSERT_EQ(plain.size(), full_stride.size());
+    std::vector<int64_t> all(plain.size());
+    std::iota(all.begin(), all.end(), int64_t{0});
+    const LmBatch a = plain.batch(all), b = full_stride.batch(all);
+    EXPECT_TRUE(rota::testing::allclose(a.tokens, b.tokens, 0, 0));
+    EXPECT_TRUE(rota::testing::allclose(a.targets, b.targets, 0, 0));
+    EXPECT_TRUE(rota::testing::allclose(a.mask, b.mask, 0, 0));
+  }
+  EXPECT_THROW(CausalLmDataset(positional_stream(50), T, WindowMode::kEval, -7, T + 1), Error);
+  EXPECT_THROW(CausalLmDataset(positional_stream(50), T, WindowMode::kTrain, -7, 3), Error);
 }
 
 TEST(CausalLmDataset, EvaluationScoresEveryTokenAfterTheFirstExactlyOnce) {
