@@ -52,12 +52,8 @@ struct EvalOutput {
   std::string metrics;
 };
 
-EvalOutput eval(const fs::path& run, int64_t context, int64_t batches) {
-  EvalRequest args;
-  args.checkpoint = run.string();
-  args.split = "test";
-  args.batches = batches;
-  args.context = context;
+/// run_evaluation(args) with its output captured (a refusal propagates, nothing left captured).
+EvalOutput captured_evaluation(const EvalRequest& args) {
   ::testing::internal::CaptureStdout();
   ::testing::internal::CaptureStderr();
   int code = -1;
@@ -72,6 +68,21 @@ EvalOutput eval(const fs::path& run, int64_t context, int64_t batches) {
   out.log = ::testing::internal::GetCapturedStderr();
   out.metrics = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(code, kExitOk);
+  return out;
+}
+
+EvalRequest test_split_request(const fs::path& run, int64_t context) {
+  EvalRequest args;
+  args.checkpoint = run.string();
+  args.split = "test";
+  args.context = context;
+  return args;
+}
+
+EvalOutput eval(const fs::path& run, int64_t context, int64_t batches) {
+  EvalRequest args = test_split_request(run, context);
+  args.batches = batches;
+  EvalOutput out = captured_evaluation(args);
   EXPECT_EQ(std::count(out.metrics.begin(), out.metrics.end(), '\n'), 1) << out.metrics;
   return out;
 }
@@ -208,17 +219,9 @@ TEST(EvalContext, TheEvaluationBatchKeepsItsTokenCount) {
 TEST(EvalByPosition, BucketsPartitionTheTokensAndAverageToTheSplitLoss) {
   TempDir tmp;
   train_tiny("tiny_causal_lm", "{lrpe {}}", tmp / "run");
-  EvalRequest args;
-  args.checkpoint = (tmp / "run").string();
-  args.split = "test";
-  args.context = 48;
+  EvalRequest args = test_split_request(tmp / "run", 48);
   args.by_position = true;
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  const int code = run_evaluation(args);
-  ::testing::internal::GetCapturedStderr();
-  const std::string out = ::testing::internal::GetCapturedStdout();
-  ASSERT_EQ(code, kExitOk);
+  const std::string out = captured_evaluation(args).metrics;
   std::vector<std::string> lines;
   std::istringstream stream(out);
   for (std::string line; std::getline(stream, line);) lines.push_back(line);
@@ -240,16 +243,10 @@ TEST(EvalByPosition, BucketsPartitionTheTokensAndAverageToTheSplitLoss) {
 
   train_tiny("tiny_masked_lm", "{lrpe {}}", tmp / "mlm");
   args.checkpoint = (tmp / "mlm").string();
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
   try {
-    run_evaluation(args);
-    ::testing::internal::GetCapturedStderr();
-    ::testing::internal::GetCapturedStdout();
+    captured_evaluation(args);
     FAIL() << "a masked LM was evaluated by position";
   } catch (const recipes::RecipeError& e) {
-    ::testing::internal::GetCapturedStderr();
-    ::testing::internal::GetCapturedStdout();
     EXPECT_NE(std::string(e.what()).find("applies to causal language models (this run is a "
                                          "MASKED_LM)"),
               std::string::npos)
@@ -264,26 +261,10 @@ TEST(EvalStride, SlidingWindowsScoreTheSameTokensAndFullStrideIsThePlainEvaluati
   TempDir tmp;
   train_tiny("tiny_causal_lm", "{lrpe {}}", tmp / "run");
   const auto run_eval = [&](const fs::path& run, int64_t stride, bool by_position) {
-    EvalRequest args;
-    args.checkpoint = run.string();
-    args.split = "test";
-    args.context = 32;
+    EvalRequest args = test_split_request(run, 32);
     args.stride = stride;
     args.by_position = by_position;
-    ::testing::internal::CaptureStdout();
-    ::testing::internal::CaptureStderr();
-    int code = -1;
-    try {
-      code = run_evaluation(args);
-    } catch (...) {
-      ::testing::internal::GetCapturedStderr();
-      ::testing::internal::GetCapturedStdout();
-      throw;
-    }
-    ::testing::internal::GetCapturedStderr();
-    const std::string out = ::testing::internal::GetCapturedStdout();
-    EXPECT_EQ(code, kExitOk);
-    return out;
+    return captured_evaluation(args).metrics;
   };
   const std::string plain = run_eval(tmp / "run", 0, false);
   EXPECT_EQ(run_eval(tmp / "run", 32, false), plain);
