@@ -81,9 +81,12 @@ struct OnePlusElu {
 
 struct GeluErf {
   static float apply(float x) { return 0.5f * x * (1.0f + erf(x * kInvSqrt2)); }
-  // Phi(x) + x phi(x).
+  // Phi(x) + x phi(x), with one exponential: e^{-x^2/2} is phi's and also the e^{-a^2},
+  // a = x/sqrt 2, of erf's |a| >= 1 branch (computed from x^2 / 2, one rounding fewer).
   static float derivative(float x) {
-    return 0.5f * (1.0f + erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * exp(-x * x / 2.0f);
+    const float gaussian = exp(-x * x / 2.0f);
+    return 0.5f * (1.0f + detail::erf_given_exp(x * kInvSqrt2, gaussian)) +
+           x * kInvSqrt2Pi * gaussian;
   }
 };
 

@@ -139,14 +139,15 @@ inline float expm1(float x) {
   return detail::select(detail::mask_if(x == 0.0f), x, y);  // keeps the sign of -0
 }
 
-/// erf(x). |x| < 1: x + x q(x^2) (odd polynomial, degree 13); |x| >= 1:
-/// 1 - e^{-x^2} R(t), t = 1 / (1 + 0.7 |x|), R a degree-4 polynomial (erfc(x) e^{x^2} is smooth
-/// in t); from |x| = 4 on, erf rounds to ±1. Coefficients: weighted least-squares fits made
-/// minimax by Lawson iterations, relative error for q, error of erf for R.
-inline float erf(float x) {
-  const float a_raw = detail::abs_of(x);
+namespace detail {
+
+/// erf(x) given e = e^{-min(|x|, 4)^2}, the exponential of its |x| >= 1 branch (which needs it
+/// only for |x| <= 4: beyond, e R(t) < 2^-25 and erf rounds to ±1 whatever e is, so any
+/// e <= e^{-16} there gives the same result, e.g. the unclamped e^{-x^2}). See erf().
+inline float erf_given_exp(float x, float exp_minus_square) {
+  const float a_raw = abs_of(x);
   // NaN stays NaN (the comparison is false)
-  const float a = detail::select(detail::mask_if(a_raw > 4.0f), 4.0f, a_raw);
+  const float a = select(mask_if(a_raw > 4.0f), 4.0f, a_raw);
   const float s = a * a;
   const float q = horner(s, 7.853857824e-05f, -8.010192541e-04f, 5.188327748e-03f,
                          -2.685381100e-02f, 1.128358543e-01f, -3.761262596e-01f, 1.283791661e-01f);
@@ -154,8 +155,20 @@ inline float erf(float x) {
   const float t = 1.0f / (1.0f + 0.7f * a);
   const float r = horner(t, -2.937683761e-01f, 5.743424296e-01f, 3.097943068e-01f, 4.064800143e-01f,
                          -4.471717402e-04f);
-  const float far = 1.0f - exp(-s) * r;
-  return detail::with_sign_of(detail::select(detail::mask_if(a < 1.0f), near_zero, far), x);
+  const float far = 1.0f - exp_minus_square * r;
+  return with_sign_of(select(mask_if(a < 1.0f), near_zero, far), x);
+}
+
+}  // namespace detail
+
+/// erf(x). |x| < 1: x + x q(x^2) (odd polynomial, degree 13); |x| >= 1:
+/// 1 - e^{-x^2} R(t), t = 1 / (1 + 0.7 |x|), R a degree-4 polynomial (erfc(x) e^{x^2} is smooth
+/// in t); from |x| = 4 on, erf rounds to ±1. Coefficients: weighted least-squares fits made
+/// minimax by Lawson iterations, relative error for q, error of erf for R.
+inline float erf(float x) {
+  const float a = detail::select(detail::mask_if(detail::abs_of(x) > 4.0f), 4.0f,
+                                 detail::abs_of(x));
+  return detail::erf_given_exp(x, exp(-(a * a)));
 }
 
 /// tanh(x). |x| < 0.75: x + x^3 p(x^2) (degree 13); above, 1 - 2 / (e^{2|x|} + 1), which
