@@ -166,8 +166,8 @@ inline float erf_given_exp(float x, float exp_minus_square) {
 /// in t); from |x| = 4 on, erf rounds to ±1. Coefficients: weighted least-squares fits made
 /// minimax by Lawson iterations, relative error for q, error of erf for R.
 inline float erf(float x) {
-  const float a = detail::select(detail::mask_if(detail::abs_of(x) > 4.0f), 4.0f,
-                                 detail::abs_of(x));
+  const float a =
+      detail::select(detail::mask_if(detail::abs_of(x) > 4.0f), 4.0f, detail::abs_of(x));
   return detail::erf_given_exp(x, exp(-(a * a)));
 }
 
