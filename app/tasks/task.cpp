@@ -117,17 +117,17 @@ int64_t Task::eval_batch_size() const {
   return inputs_.recipe.data().batch_size() / inputs_.recipe.train().gradient_accumulation();
 }
 
+recipes::RecipeError Task::causal_lm_only(const std::string& what) const {
+  return recipes::RecipeError(what + " to causal language models (this run is a " +
+                              recipes::Model::Kind_Name(recipe().model().kind()) + ")");
+}
+
 void Task::set_evaluation_stride(int64_t stride) {
-  if (stride == 0) return;
-  throw recipes::RecipeError(
-      "--stride: sliding evaluation windows apply to causal language models (this run is a " +
-      recipes::Model::Kind_Name(recipe().model().kind()) + ")");
+  if (stride != 0) throw causal_lm_only("--stride: sliding evaluation windows apply");
 }
 
 std::vector<PositionBucket> Task::evaluate_by_position(const std::string&, int64_t) {
-  throw recipes::RecipeError(
-      "--by-position: the loss by position applies to causal language models (this run is a " +
-      recipes::Model::Kind_Name(recipe().model().kind()) + ")");
+  throw causal_lm_only("--by-position: the loss by position applies");
 }
 
 data::WindowSampling Task::training_window_sampling() const {

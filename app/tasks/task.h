@@ -21,6 +21,7 @@
 #include "framework/train/trainer.h"
 #include "models/model_options.h"
 #include "recipes/recipe.pb.h"
+#include "recipes/recipe_error.h"
 
 namespace rota::app {
 
@@ -134,6 +135,9 @@ class Task : public train::TrainingTask {
   virtual int64_t prepare_training_data() = 0;
   /// The training loader's options: micro_batch_size(), this rank's shard, the data seed.
   data::LoaderOptions training_loader_options() const;
+  /// The refusal of an evaluation option other model kinds do not have: "<what> to causal
+  /// language models (this run is a KIND)", `what` ending in its verb ("… applies").
+  recipes::RecipeError causal_lm_only(const std::string& what) const;
   /// Where LM training windows start (data.window_sampling), seeded from train.seed.
   data::WindowSampling training_window_sampling() const;
   /// The loader of an evaluation split: eval_batch_size(), in order, every example once.
