@@ -56,8 +56,11 @@ Encoder::Encoder(const ModelOptions& o, bool causal, Generator& init_gen,
   }
   for (int64_t i = 0; i < o.layers; ++i) {
     shared.owner = i == 0;  // the first block registers the shared table, the others borrow it
+    ModelOptions block_options = o;  // a decay schedule may depend on the block's depth
+    block_options.attention.decay.layer = i;
+    block_options.attention.decay.layers = o.layers;
     blocks_->push_back(
-        std::make_shared<TransformerBlock>(o, causal, init_gen, dropout_gen, shared));
+        std::make_shared<TransformerBlock>(block_options, causal, init_gen, dropout_gen, shared));
   }
   if (o.final_norm && o.norm_placement == NormPlacement::kPre) {
     final_norm_ = register_module("final_norm", std::make_shared<nn::LayerNorm>(nn::NormOptions{

@@ -56,6 +56,8 @@ double floats_per_token_layer(const ModelOptions& o, int64_t sequence_length, bo
     // Saved tensors: two norm outputs, q/k/v, the q/k features (and their φ inputs), the
     // attention output, its norm and projection, residuals, the FFN hidden and activation.
     per_token = 12.0 * e + 4.0 * features + 3.0 * f;
+    // An output gate keeps its pre-activation and the gated product.
+    if (!is_softmax(o) && o.attention.output_gate != nn::OutputGate::kNone) per_token += 2.0 * e;
   } else {
     per_token = 6.0 * e + 2.0 * features + 2.0 * f;  // the widest layer's live tensors
   }
@@ -83,6 +85,8 @@ double parameter_count(const ModelOptions& o) {
   if (!is_softmax(o)) {
     if (o.attention.norm == nn::LinearAttentionNorm::kLayerNorm) block += 2.0 * e;
     if (o.attention.norm == nn::LinearAttentionNorm::kRmsNorm) block += e;
+    if (o.attention.norm == nn::LinearAttentionNorm::kGroupNorm) block += 2.0 * e;
+    if (o.attention.output_gate != nn::OutputGate::kNone) block += e * e + e;  // gate_proj
   }
   count += static_cast<double>(o.layers) * block;
   if (is_softmax(o) && o.layers > 0) {

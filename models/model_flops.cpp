@@ -13,7 +13,10 @@ double training_flops_per_token(const ModelOptions& o, int64_t sequence_length) 
   const double heads = static_cast<double>(o.heads);
   const double d = e / heads;
   const bool causal = o.kind == ModelKind::kCausalLm;
-  double forward = static_cast<double>(o.layers) * 2.0 * (4.0 * e * e + 2.0 * e * f);
+  const bool gated = o.attention_family == AttentionFamily::kLinear &&
+                     o.attention.output_gate != nn::OutputGate::kNone;
+  const double projections = gated ? 5.0 : 4.0;  // q, k, v, out (+ the output gate's)
+  double forward = static_cast<double>(o.layers) * 2.0 * (projections * e * e + 2.0 * e * f);
   if (o.kind == ModelKind::kClassifier) {
     forward += 2.0 * e * static_cast<double>(o.num_classes) / static_cast<double>(sequence_length);
   } else {

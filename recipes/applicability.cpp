@@ -58,6 +58,12 @@ const std::map<std::string, Rule>& rules() {
          return unless(linear.normalization() == LinearAttention::DENOMINATOR,
                        "only used with normalization: DENOMINATOR");
        })},
+      {"rota.recipes.LinearAttention.decay",
+       rule<LinearAttention>([](const Recipe& recipe, const LinearAttention&) {
+         return unless(recipe.model().kind() == Model::CAUSAL_LM,
+                       "a decay of the causal state is defined for CAUSAL_LM models only (RetNet "
+                       "and TransNormerLLM are decoders)");
+       })},
       {"rota.recipes.Model.classifier", rule<Model>([](const Recipe&, const Model& model) {
          return unless(model.kind() == Model::CLASSIFIER, "only for kind: CLASSIFIER");
        })},

@@ -23,6 +23,7 @@ bool is_optional_section(const FD& field) {
       "rota.recipes.Train.sample",
       "rota.recipes.SoftmaxAttention.streaming",
       "rota.recipes.Data.tsv",
+      "rota.recipes.LinearAttention.decay",
   };
   return kSections.count(field.full_name()) > 0;
 }

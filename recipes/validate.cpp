@@ -128,6 +128,11 @@ void check_linear_attention(Checker& check, const Model& model) {
   const std::string path = "model.attention.linear";
   const LinearAttention& linear = model.attention().linear();
   check.at_least(path + ".chunk_size", linear.chunk_size(), 1);
+  if (linear.has_decay() && model.position().has_permute_former()) {
+    check.fail(path + ".decay",
+               "permute_former brings its own per-head decay; drop the decay or choose another "
+               "position");
+  }
   if (linear.normalization() == LinearAttention::DENOMINATOR) {
     check.positive(path + ".denominator_eps", linear.denominator_eps());
     const std::string reason = signed_feature_reason(model);

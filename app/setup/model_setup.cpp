@@ -61,6 +61,8 @@ nn::LinearAttentionNorm norm_of(recipes::LinearAttention::Normalization n) {
       return nn::LinearAttentionNorm::kRmsNorm;
     case recipes::LinearAttention::DENOMINATOR:
       return nn::LinearAttentionNorm::kDenominator;
+    case recipes::LinearAttention::GROUP_NORM:
+      return nn::LinearAttentionNorm::kGroupNorm;
   }
   return nn::LinearAttentionNorm::kLayerNorm;
 }
@@ -159,6 +161,22 @@ void set_linear_attention(const recipes::Model& m, models::ModelOptions& o) {
   o.attention.norm = norm_of(la.normalization());
   o.attention.denominator_eps = la.denominator_eps();
   o.attention.chunk_size = la.chunk_size();
+  if (la.has_decay()) {
+    o.attention.decay.schedule = la.decay().schedule() == recipes::Decay::TRANSNORMER
+                                     ? nn::DecaySchedule::kTransNormer
+                                     : nn::DecaySchedule::kRetNet;
+  }
+  switch (la.output_gate()) {
+    case recipes::LinearAttention::NO_GATE:
+      o.attention.output_gate = nn::OutputGate::kNone;
+      break;
+    case recipes::LinearAttention::SWISH_GATE:
+      o.attention.output_gate = nn::OutputGate::kSwish;
+      break;
+    case recipes::LinearAttention::SIGMOID_GATE:
+      o.attention.output_gate = nn::OutputGate::kSigmoid;
+      break;
+  }
   const std::optional<nn::PositionEncoding> position = position_of(m.position());
   if (!position || !nn::applies_to_linear(*position)) {
     fail(

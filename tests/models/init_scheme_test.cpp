@@ -60,7 +60,7 @@ Kind kind_of(const std::string& name) {
            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   if (ends("embed.weight")) return Kind::kEmbedding;  // tokens and learned positions
-  for (const char* p : {"q_proj.", "k_proj.", "v_proj."}) {
+  for (const char* p : {"q_proj.", "k_proj.", "v_proj.", "gate_proj."}) {
     if (ends(std::string(p) + "weight")) return Kind::kAttentionInputWeight;
     if (ends(std::string(p) + "bias")) return Kind::kAttentionInputBias;
   }
@@ -207,10 +207,12 @@ class InitSchemes : public ::testing::TestWithParam<InitScheme> {};
 
 TEST_P(InitSchemes, EveryParameterKindHasItsDistribution) {
   Generator gen(7);
-  const models::CausalLm lm(options(GetParam(), models::ModelKind::kCausalLm), gen, nullptr);
+  ModelOptions lm_options = options(GetParam(), models::ModelKind::kCausalLm);
+  lm_options.attention.output_gate = nn::OutputGate::kSwish;  // gate_proj reads the block input
+  const models::CausalLm lm(lm_options, gen, nullptr);
   const std::map<Kind, int> lm_kinds = check_model(lm, GetParam());
-  EXPECT_EQ(lm_kinds.at(Kind::kEmbedding), 2);  // tokens and learned positions
-  EXPECT_EQ(lm_kinds.at(Kind::kAttentionInputWeight), 3 * kLayers);
+  EXPECT_EQ(lm_kinds.at(Kind::kEmbedding), 2);                       // tokens and learned positions
+  EXPECT_EQ(lm_kinds.at(Kind::kAttentionInputWeight), 4 * kLayers);  // q, k, v, gate
   EXPECT_EQ(lm_kinds.at(Kind::kAttentionOutputWeight), kLayers);
   EXPECT_EQ(lm_kinds.at(Kind::kFfnSecondBias), kLayers);
   EXPECT_EQ(lm_kinds.at(Kind::kLmHead), 1);

@@ -72,6 +72,11 @@ std::vector<Case> cases() {
     o.attention.norm = nn::LinearAttentionNorm::kDenominator;
     o.attention.feature_map = nn::FeatureMap::kRelu;
     add("denominator", o);
+    o = base(kind);
+    o.attention.norm = nn::LinearAttentionNorm::kGroupNorm;
+    o.attention.output_gate = nn::OutputGate::kSwish;
+    if (kind == ModelKind::kCausalLm) o.attention.decay.schedule = nn::DecaySchedule::kRetNet;
+    add("group_norm_gate", o);
     // Softmax attention with every table-carrying encoding.
     auto softmax = [&](const std::string& name, nn::PositionEncoding position) {
       ModelOptions s = base(kind);

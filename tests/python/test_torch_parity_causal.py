@@ -35,6 +35,12 @@ LINEAR_CASES = {
     "relu_denominator_lrpe3": ps.config(feature_map="relu", normalization="denominator",
                                         position=P(kind="lrpe", type=3, p="odd_even")),
     "no_final_norm_chunk1": ps.config(final_norm=False, chunk_size=1),
+    # Decay and gating: RetNet (rotation, multi-scale decay, per-head GroupNorm, swish gate) and
+    # LRPE-d (LRPE with TransNormerLLM's depth-dependent decay, sigmoid gate).
+    "retnet": ps.config(feature_map="identity", position=P(kind="rope"), decay="retnet",
+                        normalization="group_norm", output_gate="swish_gate"),
+    "lrpe_d": ps.config(feature_map="silu", position=P(kind="lrpe", type=1), decay="transnormer",
+                        output_gate="sigmoid_gate"),
 }
 SOFTMAX_CASES = {
     "softmax_nope": ps.config(attention="softmax", position=P(kind="none")),

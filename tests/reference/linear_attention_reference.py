@@ -4,7 +4,9 @@
 An independent PyTorch implementation of the layer from ../shared/design/lrpe.md: projections
 with biases, phi = 1 + elu, LRPE (P then Lambda(s)), attention without a denominator (causal:
 tril(QK^T)V; bidirectional: Q(K^T V) with padded keys removed), LayerNorm over the model width,
-output projection. Each case stores the parameters (Rota's dotted names), the input, the
+output projection. The decay/gating cases add RetNet's and TransNormerLLM's fixed per-head decays
+(pairs weighted by gamma^(i-j) in the masked N x N form), a per-head GroupNorm instead of the
+LayerNorm, and a swish or sigmoid output gate. Each case stores the parameters (Rota's dotted names), the input, the
 upstream gradient, the output and every gradient, in float64.
 
 Run with Debian's python3-torch:  /usr/bin/python3 tests/reference/linear_attention_reference.py
@@ -78,7 +80,31 @@ def apply_core(u, core, theta, perm):
     raise ValueError(core)
 
 
-def layer(x, params, core, p, causal, key_mask, perm):
+def alibi_slopes(h):
+    # The ALiBi reference's recursion (TransNormerLLM builds its decay from these slopes).
+    def power_of_2(n):
+        start = 2.0 ** (-(2.0 ** -(math.log2(n) - 3)))
+        return [start * start**i for i in range(n)]
+
+    if math.log2(h).is_integer():
+        return power_of_2(h)
+    c = 2 ** math.floor(math.log2(h))
+    return power_of_2(c) + alibi_slopes(2 * c)[0::2][: h - c]
+
+
+def decay_rates(extra):
+    kind = extra.get("decay", "none")
+    if kind == "retnet":
+        return [1.0 - 2.0 ** (-5 - h) for h in range(H)]
+    if kind == "transnormer":
+        layer_index, layers = extra["layer"], extra["layers"]
+        depth = 0.0 if layers == 1 else layer_index / (layers - 1)
+        return [math.exp(-m * (1.0 - depth + 1e-5)) for m in alibi_slopes(H)]
+    return None
+
+
+def layer(x, params, core, p, causal, key_mask, perm, extra=None):
+    extra = extra or {}
     def proj(name, t):
         return t @ params[name + ".weight"].T + params[name + ".bias"]
 
@@ -95,12 +121,28 @@ def layer(x, params, core, p, causal, key_mask, perm):
     v = heads(proj("v_proj", x))
     if causal:
         scores = torch.tril(q @ k.transpose(-1, -2))
+        rates = decay_rates(extra)
+        if rates is not None:
+            i = torch.arange(N, dtype=torch.float64)
+            distance = (i.unsqueeze(-1) - i.unsqueeze(0)).clamp(min=0)  # [N, N], i - j below
+            gamma = torch.tensor(rates).reshape(1, H, 1, 1)
+            scores = scores * gamma ** distance
         o = scores @ v
     else:
         m = key_mask.reshape(B, 1, N, 1)
         o = q @ (k.transpose(-1, -2) @ (v * m))
     o = o.permute(0, 2, 1, 3).reshape(B, N, E)
-    o = torch.nn.functional.layer_norm(o, (E,), params["norm.weight"], params["norm.bias"], 1e-5)
+    if extra.get("norm", "layer") == "group":
+        o = torch.nn.functional.group_norm(
+            o.reshape(B * N, E), H, params["norm.weight"], params["norm.bias"], 1e-5
+        ).reshape(B, N, E)
+    else:
+        o = torch.nn.functional.layer_norm(o, (E,), params["norm.weight"], params["norm.bias"], 1e-5)
+    gate = extra.get("gate", "none")
+    if gate == "swish":
+        o = o * torch.nn.functional.silu(proj("gate_proj", x))
+    elif gate == "sigmoid":
+        o = o * torch.sigmoid(proj("gate_proj", x))
     return proj("out_proj", o)
 
 
@@ -108,10 +150,14 @@ def tensor_entry(t):
     return {"shape": list(t.shape), "data": [float(f"{v:.17g}") for v in t.flatten().tolist()]}
 
 
-def make_case(core, p, causal, seed):
+def make_case(core, p, causal, seed, extra=None):
+    extra = extra or {}
     g = torch.Generator().manual_seed(seed)
     params = {}
-    for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+    names = ("q_proj", "k_proj", "v_proj", "out_proj")
+    if extra.get("gate", "none") != "none":
+        names += ("gate_proj",)
+    for name in names:
         params[name + ".weight"] = torch.randn(E, E, generator=g) / math.sqrt(E)
         params[name + ".bias"] = 0.1 * torch.randn(E, generator=g)
     params["norm.weight"] = 1.0 + 0.1 * torch.randn(E, generator=g)
@@ -129,7 +175,7 @@ def make_case(core, p, causal, seed):
 
     leaves = {k: t.clone().requires_grad_(True) for k, t in params.items()}
     xl = x.clone().requires_grad_(True)
-    out = layer(xl, leaves, core, p, causal, key_mask, perm)
+    out = layer(xl, leaves, core, p, causal, key_mask, perm, extra)
     out.backward(upstream)
 
     tensors = {"input": x, "upstream": upstream, "output": out.detach(), "grad.input": xl.grad}
@@ -142,7 +188,7 @@ def make_case(core, p, causal, seed):
         tensors["grad." + k] = leaves[k].grad
     return {
         "config": {"core": core, "p": p, "causal": causal, "batch": B, "length": N, "dim": E,
-                   "heads": H},
+                   "heads": H, **extra},
         "tensors": {k: tensor_entry(t) for k, t in tensors.items()},
     }
 
@@ -159,6 +205,23 @@ def main():
                 with open(os.path.join(OUT, name), "w") as f:
                     json.dump(case, f, separators=(",", ":"))
                 print("wrote", name)
+    # Decay and gating (issue 21): RetNet-like (rotation, RetNet decay, GroupNorm, swish gate),
+    # LRPE-d-like (TransNormerLLM's decay of block 1 of 3, sigmoid gate), and the decay alone.
+    decay_cases = {
+        "retnet_type2_identity_causal": ("type2", "identity",
+                                         {"decay": "retnet", "norm": "group", "gate": "swish"}),
+        "lrpe_d_type1_householder_causal": ("type1", "householder",
+                                            {"decay": "transnormer", "layer": 1, "layers": 3,
+                                             "gate": "sigmoid"}),
+        "decay_type3_odd_even_causal": ("type3", "odd_even",
+                                        {"decay": "transnormer", "layer": 0, "layers": 1}),
+    }
+    for name, (core, p, extra) in decay_cases.items():
+        seed += 1
+        case = make_case(core, p, True, seed, extra)
+        with open(os.path.join(OUT, name + ".json"), "w") as f:
+            json.dump(case, f, separators=(",", ":"))
+        print("wrote", name + ".json")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,24 @@ LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generato
     rms_norm_ =
         register_module("norm", std::make_shared<RMSNorm>(NormOptions{
                                     e, options.norm_eps.value_or(1e-6), true, options.dtype}));
+  } else if (options.norm == LinearAttentionNorm::kGroupNorm) {
+    group_norm_ = register_module(
+        "norm", std::make_shared<GroupNorm>(GroupNormOptions{
+                    e, options.heads, options.norm_eps.value_or(1e-5), options.dtype}));
+  }
+  if (options.output_gate != OutputGate::kNone) {
+    gate_proj_ = register_module("gate_proj", std::make_shared<Linear>(proj, gen));
+  }
+  decay_rates_ = state_decay_rates(options.decay, options.heads);
+  if (!decay_rates_.empty()) {
+    ROTA_CHECK(options.causal,
+               "LinearAttention: the '{}' decay is defined for causal attention only (RetNet and "
+               "TransNormerLLM are decoders); a bidirectional layer takes no decay",
+               decay_schedule_name(options.decay.schedule));
+    ROTA_CHECK(!std::holds_alternative<PermuteFormerPosition>(options.position),
+               "LinearAttention: permute_former brings its own per-head decay; it does not take "
+               "the '{}' decay as well",
+               decay_schedule_name(options.decay.schedule));
   }
   if (std::holds_alternative<PermuteFormerPosition>(options.position)) {
     permute_former_ = register_module(
@@ -102,11 +120,23 @@ Variable LinearAttention::scale_by_decay(const Variable& features, int64_t offse
   return features * Variable(tensor_from(scale, {1, h, n, 1}, features.dtype()));
 }
 
-Variable LinearAttention::finish(const Variable& heads_out) const {
+Tensor LinearAttention::decay_rates(DType dtype) const {
+  if (permute_former_) return permute_former_->decay(dtype);
+  if (decay_rates_.empty()) return Tensor();
+  // The kernels read the rates as doubles: keep them exact whatever the activations' dtype.
+  return tensor_from(decay_rates_, {options_.heads}, DType::kF64);
+}
+
+Variable LinearAttention::finish(const Variable& heads_out, const Variable& x) const {
   const int64_t b = heads_out.size(0), n = heads_out.size(2);
   Variable merged = reshape(permute(heads_out, {0, 2, 1, 3}), {b, n, options_.dim});
   if (layer_norm_) merged = layer_norm_->forward(merged);
   if (rms_norm_) merged = rms_norm_->forward(merged);
+  if (group_norm_) merged = group_norm_->forward(merged);
+  if (gate_proj_) {
+    const Variable gate = gate_proj_->forward(x);
+    merged = merged * (options_.output_gate == OutputGate::kSwish ? silu(gate) : sigmoid(gate));
+  }
   return out_proj_->forward(merged);
 }
 
@@ -124,7 +154,7 @@ Variable LinearAttention::forward(const Variable& x, const Tensor& key_mask, int
       forward_shared_input({q_proj_.get(), k_proj_.get(), v_proj_.get()}, x);
   Variable q = features(split_heads(qkv[0]), offset);
   Variable k = features(split_heads(qkv[1]), offset);
-  const Tensor decay = permute_former_ ? permute_former_->decay(x.dtype()) : Tensor();
+  const Tensor decay = decay_rates(x.dtype());
   if (permute_former_ && !options_.causal) {
     q = scale_by_decay(q, offset, +1);
     k = scale_by_decay(k, offset, -1);
@@ -141,7 +171,7 @@ Variable LinearAttention::forward(const Variable& x, const Tensor& key_mask, int
     const auto parts = split(out, {d, 1}, -1);
     out = parts[0] / clamp_min(parts[1], options_.denominator_eps);
   }
-  return finish(out);
+  return finish(out, x);
 }
 
 LinearAttentionState LinearAttention::initial_state(int64_t batch) const {
@@ -170,7 +200,7 @@ Tensor LinearAttention::step(const Tensor& x, LinearAttentionState& state) const
   Tensor v1 = Tensor::empty({b * h, d + 1}, x.dtype());
   v1.narrow(1, 0, d).copy_from(v.reshape({b * h, d}));
   v1.narrow(1, d, 1).fill(1.0);
-  const Tensor decay = permute_former_ ? permute_former_->decay(x.dtype()) : Tensor();
+  const Tensor decay = decay_rates(x.dtype());
   const Tensor o = backend::causal_linear_attention_step(
       q.reshape({b * h, f}), k.reshape({b * h, f}), v1, state.kv, decay);
   ++state.position;
@@ -178,7 +208,7 @@ Tensor LinearAttention::step(const Tensor& x, LinearAttentionState& state) const
   if (options_.norm == LinearAttentionNorm::kDenominator) {
     out = out / clamp_min(Variable(o.narrow(1, d, 1).contiguous()), options_.denominator_eps);
   }
-  return finish(reshape(out, {b, h, 1, d})).data().reshape({b, options_.dim});
+  return finish(reshape(out, {b, h, 1, d}), xv).data().reshape({b, options_.dim});
 }
 
 }  // namespace rota::nn

@@ -5,6 +5,8 @@
 #include <optional>
 
 #include "framework/nn/attention/feature_map.h"
+#include "framework/nn/attention/state_decay.h"
+#include "framework/nn/group_norm.h"
 #include "framework/nn/linear.h"
 #include "framework/nn/norm.h"
 #include "framework/nn/position/lrpe.h"
@@ -18,7 +20,12 @@ enum class LinearAttentionNorm {
   kLayerNorm,    // no denominator, LayerNorm over the model width after attention (LRPE form)
   kRmsNorm,      // no denominator, RMSNorm instead
   kDenominator,  // classic φ(q)·Σφ(k) with a clamp at eps; positive features only
+  kGroupNorm,    // no denominator; each head's output normalised on its own (RetNet's GroupNorm)
 };
+
+/// A data-dependent gate on the normalised attention output before out_proj:
+/// o ← o ⊙ act(x W_g + b_g) (RetNet and GLA: swish; TransNormerLLM's code: sigmoid).
+enum class OutputGate { kNone, kSwish, kSigmoid };
 
 struct LinearAttentionOptions {
   int64_t dim = 0;    // model width E
@@ -29,6 +36,10 @@ struct LinearAttentionOptions {
   double denominator_eps = 1e-6;
   std::optional<double> norm_eps;  // eps of the output norm; default 1e-5 LayerNorm, 1e-6 RMSNorm
   int64_t chunk_size = 64;         // causal kernel's chunk C
+  /// Fixed per-head decay of the causal state (RetNet, LRPE-d); causal layers only and not
+  /// with PermuteFormer, which brings its own decay.
+  StateDecayOptions decay;
+  OutputGate output_gate = OutputGate::kNone;
   /// Positional encoding of the features: RoPE, LRPE (head_dim and dtype are filled in from the
   /// layer) or PermuteFormer. None and the absolute encodings (added to the embeddings by the
   /// model) leave attention without one; the softmax-only encodings are refused.
@@ -46,7 +57,8 @@ struct LinearAttentionState {
 };
 
 /// Children: `q_proj`, `k_proj`, `v_proj`, `out_proj` (Linear with bias), `norm` (LayerNorm /
-/// RMSNorm over E, absent with the denominator), `lrpe` (LRPE and RoPE) or `permute_former`.
+/// RMSNorm / GroupNorm over E, absent with the denominator), `gate_proj` (with an output gate),
+/// `lrpe` (LRPE and RoPE) or `permute_former`.
 class LinearAttention : public Module {
  public:
   LinearAttention(const LinearAttentionOptions& options, Generator& gen);
@@ -72,13 +84,18 @@ class LinearAttention : public Module {
   Variable features(const Variable& x, int64_t offset) const;
   /// PermuteFormer's bidirectional decay γ^s on queries (sign = +1) or γ^(−t) on keys (−1).
   Variable scale_by_decay(const Variable& features, int64_t offset, int sign) const;
-  /// [B, H, N, D] → [B, N, E] → norm → out_proj.
-  Variable finish(const Variable& heads_out) const;
+  /// The per-head decay rates [H] of the causal kernel (PermuteFormer's or the schedule's);
+  /// undefined without a decay.
+  Tensor decay_rates(DType dtype) const;
+  /// [B, H, N, D] → [B, N, E] → norm → (⊙ gate(x)) → out_proj; x: [B, N, E] the layer input.
+  Variable finish(const Variable& heads_out, const Variable& x) const;
 
   LinearAttentionOptions options_;
-  std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_;
+  std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_, gate_proj_;
   std::shared_ptr<LayerNorm> layer_norm_;
   std::shared_ptr<RMSNorm> rms_norm_;
+  std::shared_ptr<GroupNorm> group_norm_;
+  std::vector<double> decay_rates_;  // γ_h of options.decay (empty without one)
   std::shared_ptr<Lrpe> lrpe_;
   std::shared_ptr<PermuteFormer> permute_former_;
 };

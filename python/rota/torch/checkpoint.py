@@ -148,7 +148,10 @@ def config_to_model_text(config):
                   f"      normalization: {c.normalization.upper()}"]
         if c.normalization == "denominator":
             lines.append(f"      denominator_eps: {_fmt(float(c.denominator_eps))}")
-        lines += [f"      chunk_size: {c.chunk_size}", "    }"]
+        lines.append(f"      chunk_size: {c.chunk_size}")
+        if c.decay is not None:
+            lines.append(f"      decay {{ schedule: {c.decay.upper()} }}")
+        lines += [f"      output_gate: {c.output_gate.upper()}", "    }"]
     else:
         lines += ["    softmax {"]
         if c.softmax_scale is not None:

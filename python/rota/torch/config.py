@@ -15,7 +15,9 @@ from .text_format import Message, parse_text_format
 KINDS = ("causal_lm", "masked_lm", "classifier")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 FEATURE_MAPS = ("one_plus_elu", "relu", "silu", "identity", "exp")
-NORMALIZATIONS = ("layer_norm", "rms_norm", "denominator")
+NORMALIZATIONS = ("layer_norm", "rms_norm", "denominator", "group_norm")
+DECAYS = (None, "retnet", "transnormer")
+OUTPUT_GATES = ("no_gate", "swish_gate", "sigmoid_gate")
 POSITIONS = ("none", "sinusoidal", "learned_absolute", "rope", "lrpe", "permute_former", "shaw",
              "transformer_xl", "skew", "t5", "alibi")
 LINEAR_ONLY = ("lrpe", "permute_former")
@@ -86,6 +88,8 @@ class RotaConfig:
     normalization: str = "layer_norm"
     denominator_eps: float = 1e-6
     chunk_size: int = 64
+    decay: Optional[str] = None      # None | retnet | transnormer (linear.decay.schedule)
+    output_gate: str = "no_gate"     # no_gate | swish_gate | sigmoid_gate
     # softmax attention
     softmax_scale: Optional[float] = None  # None: 1/√D
     attention_dropout: float = 0.0
@@ -127,6 +131,13 @@ class RotaConfig:
             need(self.normalization in NORMALIZATIONS,
                  f"attention.linear.normalization: {self.normalization!r}")
             need(self.chunk_size >= 1, f"attention.linear.chunk_size must be >= 1")
+            need(self.decay in DECAYS, f"attention.linear.decay.schedule: {self.decay!r}")
+            need(self.decay is None or self.kind == "causal_lm",
+                 "attention.linear.decay: defined for causal_lm models only")
+            need(self.decay is None or self.position.kind != "permute_former",
+                 "attention.linear.decay: permute_former brings its own per-head decay")
+            need(self.output_gate in OUTPUT_GATES,
+                 f"attention.linear.output_gate: {self.output_gate!r}")
             need(self.position.kind not in SOFTMAX_ONLY,
                  f"position.{self.position.kind}: applies to softmax attention only")
             if self.position.kind == "lrpe":
@@ -197,6 +208,9 @@ def config_from_model_message(m, vocab_size=0, num_classes=None):
         c.normalization = _enum(la.scalar("normalization", "LAYER_NORM"))
         c.denominator_eps = la.number("denominator_eps", 1e-6)
         c.chunk_size = la.integer("chunk_size", 64)
+        if la.has("decay"):
+            c.decay = _enum(la.message("decay").scalar("schedule", "RETNET"))
+        c.output_gate = _enum(la.scalar("output_gate", "NO_GATE"))
     c.position = position_from_message(m.message("position"))
     classifier = m.message("classifier")
     if num_classes is not None:

@@ -2,12 +2,16 @@
 """q, k = φ(x W_q), φ(x W_k) per head (with LRPE / RoPE / PermuteFormer on the features), then
   causal:        o_s = Σ_{t≤s} γ^(s−t) (q_s·k_t) v_t    (γ = 1 unless PermuteFormer)
   bidirectional: O = Q (Kᵀ diag(m) V)                 (m: 1 for real keys, 0 for padding)
-without 1/√D and, unless normalization is "denominator", without a denominator; a LayerNorm or
-RMSNorm over the width follows, then out_proj. The causal form is computed chunk by chunk
+without 1/√D and, unless normalization is "denominator", without a denominator; a LayerNorm,
+RMSNorm or per-head GroupNorm over the width follows, an optional output gate
+(o ⊙ act(x W_g + b_g)), then out_proj. γ is PermuteFormer's decay or a fixed per-head decay of
+the RetNet / TransNormerLLM schedules (`state_decay_rates`). The causal form is computed chunk by chunk
 (C = chunk_size): inside a chunk the masked quadratic product, across chunks the running
 state S = Σ kᵀv, so time and memory are linear in N. `step` is the same layer as a recurrence
 with an O(1) state per token, for generation.
 """
+import math
+
 import torch
 import torch.nn as nn
 
@@ -54,6 +58,31 @@ def causal_linear_attention(q, k, v, chunk_size=64, decay=None):
     return out[:, :, :n]
 
 
+def _alibi_slopes(heads):
+    # ALiBi's head slopes: for a power of two c, 2^(−8(h+1)/c); otherwise the slopes of the
+    # largest power of two below, then every other slope of the next power's list.
+    def power_of_two(c):
+        return [2.0 ** (-8.0 * (h + 1) / c) for h in range(c)]
+
+    c = 2 ** int(math.floor(math.log2(heads)))
+    if c == heads:
+        return power_of_two(c)
+    return power_of_two(c) + power_of_two(2 * c)[0::2][: heads - c]
+
+
+def state_decay_rates(schedule, heads, layer=0, layers=1):
+    """γ_h of a decay schedule: "retnet" 1 − 2^(−5−h); "transnormer" exp(−m_h·(1 − l/(L−1) +
+    1e−5)) with m_h ALiBi's slopes (l/(L−1) = 0 for one block); None: no decay."""
+    if schedule is None:
+        return None
+    if schedule == "retnet":
+        return [1.0 - 2.0 ** (-5 - h) for h in range(heads)]
+    if schedule == "transnormer":
+        depth = 0.0 if layers == 1 else layer / (layers - 1)
+        return [math.exp(-m * (1.0 - depth + 1e-5)) for m in _alibi_slopes(heads)]
+    raise ValueError(f"decay schedule {schedule!r}")
+
+
 def bidirectional_linear_attention(q, k, v, key_mask=None):
     """q, k: [B, H, N, F]; v: [B, H, N, Dv]; key_mask: [B, N] (1 real, 0 padding) → [B, H, N, Dv]."""
     if key_mask is not None:
@@ -64,7 +93,7 @@ def bidirectional_linear_attention(q, k, v, key_mask=None):
 class LinearAttention(nn.Module):
     """Rota's `LinearAttention` (framework/nn/attention/linear_attention.cpp), same parameter names."""
 
-    def __init__(self, config, causal):
+    def __init__(self, config, causal, layer=0):
         super().__init__()
         e, h = config.width, config.heads
         self.config, self.causal = config, causal
@@ -77,8 +106,14 @@ class LinearAttention(nn.Module):
             self.norm = nn.LayerNorm(e, eps=config.norm_eps)
         elif config.normalization == "rms_norm":
             self.norm = RMSNorm(e, eps=config.norm_eps)
+        elif config.normalization == "group_norm":
+            self.norm = nn.GroupNorm(h, e, eps=config.norm_eps)
         else:
             self.norm = None
+        self.gate_proj = nn.Linear(e, e) if config.output_gate != "no_gate" else None
+        if config.decay is not None and not causal:
+            raise ValueError("LinearAttention: a decay is defined for causal attention only")
+        self.decay_rates = state_decay_rates(config.decay, h, layer, config.layers)
         position = config.position
         self.permute_former = None
         self.lrpe = None
@@ -111,17 +146,28 @@ class LinearAttention(nn.Module):
         b, n, _ = t.shape
         return t.reshape(b, n, self.heads, self.head_dim).transpose(1, 2)
 
-    def _finish(self, heads_out):  # [B, H, N, D] → [B, N, E]
+    def _finish(self, heads_out, x):  # [B, H, N, D] → [B, N, E]; x [B, N, E] the layer input
         b, _, n, _ = heads_out.shape
         merged = heads_out.transpose(1, 2).reshape(b, n, self.config.width)
-        if self.norm is not None:
+        if isinstance(self.norm, nn.GroupNorm):  # GroupNorm takes [rows, channels]
+            merged = self.norm(merged.reshape(b * n, -1).to(self.norm.weight.dtype))
+            merged = merged.reshape(b, n, -1)
+        elif self.norm is not None:
             # In the norm's own dtype: under CPU autocast the products above give bf16, and
             # PyTorch 1.13's layer_norm refuses bf16 input with f32 γ/β (Rota's norm runs in f32).
             merged = self.norm(merged.to(self.norm.weight.dtype))
+        if self.gate_proj is not None:
+            gate = self.gate_proj(x)
+            act = nn.functional.silu if self.config.output_gate == "swish_gate" else torch.sigmoid
+            merged = merged * act(gate)
         return self.out_proj(merged)
 
     def _decay(self, dtype, device):
-        return self.permute_former.decay(dtype, device) if self.permute_former is not None else None
+        if self.permute_former is not None:
+            return self.permute_former.decay(dtype, device)
+        if self.decay_rates is None:
+            return None
+        return torch.tensor(self.decay_rates, dtype=torch.float64, device=device).to(dtype)
 
     def forward(self, x, key_mask=None, offset=0):  # x [B, N, E] → [B, N, E]
         if key_mask is not None and self.causal:
@@ -151,7 +197,7 @@ class LinearAttention(nn.Module):
             out = bidirectional_linear_attention(q, k, v, key_mask)
         if denominator:
             out = out[..., :-1] / out[..., -1:].clamp(min=self.config.denominator_eps)
-        return self._finish(out)
+        return self._finish(out, x)
 
     def initial_state(self, batch, dtype=torch.float32, device=None):
         """The recurrent state: S [B, H, F, D(+1 with the denominator)] and the position."""
@@ -178,4 +224,4 @@ class LinearAttention(nn.Module):
         out = q @ kv  # [B, H, 1, D(+1)]
         if self.config.normalization == "denominator":
             out = out[..., :-1] / out[..., -1:].clamp(min=self.config.denominator_eps)
-        return self._finish(out).squeeze(1)
+        return self._finish(out, xs).squeeze(1)

@@ -24,13 +24,13 @@ IGNORE_INDEX = -100
 
 
 class TransformerBlock(nn.Module):
-    def __init__(self, config, causal, shared_t5=None, owns_shared=True):
+    def __init__(self, config, causal, shared_t5=None, owns_shared=True, layer=0):
         super().__init__()
         e = config.width
         self.post_norm = config.post_norm
         self.ln1 = nn.LayerNorm(e, eps=config.norm_eps)
         if config.attention == "linear":
-            self.attn = LinearAttention(config, causal)
+            self.attn = LinearAttention(config, causal, layer)
         else:
             from .softmax_attention import SoftmaxAttention
             self.attn = SoftmaxAttention(config, causal, shared_t5, owns_shared)
@@ -73,7 +73,7 @@ class Encoder(nn.Module):
             from .softmax_attention import make_shared_t5
             shared_t5 = make_shared_t5(config, causal)
         self.blocks = nn.ModuleList(
-            TransformerBlock(config, causal, shared_t5, owns_shared=i == 0)
+            TransformerBlock(config, causal, shared_t5, owns_shared=i == 0, layer=i)
             for i in range(config.layers))
         self.final_norm = (nn.LayerNorm(e, eps=config.norm_eps)
                            if config.final_norm and not config.post_norm else None)

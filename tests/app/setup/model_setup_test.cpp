@@ -1,4 +1,5 @@
-// Recipe fields reach the model: numerics (norm epsilon, sinusoid base), the typed position.
+// Recipe fields reach the model: numerics (norm epsilon, sinusoid base), the typed position,
+// decay / group norm / output gate.
 #include <variant>
 
 #include <gtest/gtest.h>
@@ -93,6 +94,50 @@ TEST(RecipeFields, PositionBecomesTheTypedEncoding) {
                 options_with({"model.position={learned_absolute {max_positions: 64}}"}).position)
                 .max_positions,
             64);
+}
+
+}  // namespace
+}  // namespace rota::models
+
+namespace rota::models {
+namespace {
+
+TEST(RecipeFields, DecayGroupNormAndOutputGateReachTheAttention) {
+  const ModelOptions plain = options_with({});
+  EXPECT_EQ(plain.attention.decay.schedule, nn::DecaySchedule::kNone);
+  EXPECT_EQ(plain.attention.output_gate, nn::OutputGate::kNone);
+  const ModelOptions retnet = options_with({"model.attention.linear.decay.schedule=RETNET",
+                                            "model.attention.linear.normalization=GROUP_NORM",
+                                            "model.attention.linear.output_gate=SWISH_GATE"});
+  EXPECT_EQ(retnet.attention.decay.schedule, nn::DecaySchedule::kRetNet);
+  EXPECT_EQ(retnet.attention.norm, nn::LinearAttentionNorm::kGroupNorm);
+  EXPECT_EQ(retnet.attention.output_gate, nn::OutputGate::kSwish);
+  const ModelOptions lrpe_d = options_with({"model.attention.linear.decay={schedule: TRANSNORMER}",
+                                            "model.attention.linear.output_gate=SIGMOID_GATE"});
+  EXPECT_EQ(lrpe_d.attention.decay.schedule, nn::DecaySchedule::kTransNormer);
+  EXPECT_EQ(lrpe_d.attention.output_gate, nn::OutputGate::kSigmoid);
+  // `decay {}` alone selects the RetNet schedule, and the decay changes what the model computes.
+  const ModelOptions bare = options_with({"model.attention.linear.decay={}"});
+  EXPECT_EQ(bare.attention.decay.schedule, nn::DecaySchedule::kRetNet);
+  EXPECT_GT(max_abs_difference(logits_of(plain), logits_of(bare)), 1e-5);
+}
+
+TEST(RecipeFields, DecayIsRefusedWhereItIsUndefinedNamingTheField) {
+  auto error_of = [](const std::vector<std::string>& overrides) -> std::string {
+    try {
+      options_with(overrides);
+    } catch (const std::exception& e) {  // recipes::RecipeError
+      return e.what();
+    }
+    return "";
+  };
+  const std::string masked = error_of({"model.kind=MASKED_LM", "model.attention.linear.decay={}"});
+  EXPECT_NE(masked.find("model.attention.linear.decay"), std::string::npos) << masked;
+  EXPECT_NE(masked.find("CAUSAL_LM models only"), std::string::npos) << masked;
+  const std::string permute =
+      error_of({"model.position={permute_former {}}", "model.attention.linear.decay={}"});
+  EXPECT_NE(permute.find("model.attention.linear.decay"), std::string::npos) << permute;
+  EXPECT_NE(permute.find("its own per-head decay"), std::string::npos) << permute;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // LinearAttention + LRPE against the PyTorch reference
 // (tests/reference/linear_attention_reference.py): output and every gradient, for each Type × P ×
-// {causal, bidirectional}.
+// {causal, bidirectional}, and causal cases with RetNet's / TransNormerLLM's decay, GroupNorm and
+// output gates.
 #include <cctype>
 #include <string>
 
@@ -41,6 +42,35 @@ nn::LrpeOptions lrpe_from(const std::string& core, const std::string& p) {
   return lrpe;
 }
 
+/// The reference's optional decay/gating keys: decay "retnet" | "transnormer" (with layer,
+/// layers), norm "layer" | "group", gate "none" | "swish" | "sigmoid".
+void set_decay_and_gating(const nlohmann::json& cfg, nn::LinearAttentionOptions& o) {
+  const std::string decay = cfg.value("decay", "none");
+  if (decay == "retnet") {
+    o.decay.schedule = nn::DecaySchedule::kRetNet;
+  } else if (decay == "transnormer") {
+    o.decay.schedule = nn::DecaySchedule::kTransNormer;
+    o.decay.layer = cfg.at("layer").get<int64_t>();
+    o.decay.layers = cfg.at("layers").get<int64_t>();
+  } else if (decay != "none") {
+    throw Error("golden case: unknown decay '" + decay + "'");
+  }
+  const std::string norm = cfg.value("norm", "layer");
+  if (norm == "group") {
+    o.norm = nn::LinearAttentionNorm::kGroupNorm;
+  } else if (norm != "layer") {
+    throw Error("golden case: unknown norm '" + norm + "'");
+  }
+  const std::string gate = cfg.value("gate", "none");
+  if (gate == "swish") {
+    o.output_gate = nn::OutputGate::kSwish;
+  } else if (gate == "sigmoid") {
+    o.output_gate = nn::OutputGate::kSigmoid;
+  } else if (gate != "none") {
+    throw Error("golden case: unknown gate '" + gate + "'");
+  }
+}
+
 class LinearAttentionGolden : public ::testing::TestWithParam<std::string> {};
 
 void run_case(const GoldenCase& c, DType dtype, double rtol, double atol) {
@@ -52,6 +82,7 @@ void run_case(const GoldenCase& c, DType dtype, double rtol, double atol) {
   o.chunk_size = 3;  // the reference forms the N×N matrix; chunking must not matter
   o.dtype = dtype;
   o.position = lrpe_from(cfg.at("core").get<std::string>(), cfg.at("p").get<std::string>());
+  set_decay_and_gating(cfg, o);
   Generator gen(0);
   nn::LinearAttention layer(o, gen);
   StateDict state;
