@@ -12,6 +12,8 @@ namespace rota::backend {
 //   S_t = α_t (I − β_t k_tᵀ k_t) S_{t−1} + β_t k_tᵀ v_t,   o_t = q_t S_t,   S_0 = 0,
 // α_t = exp(g_t) with g_t = log_gate[t] ≤ 0 (Gated DeltaNet), α ≡ 1 without log_gate
 // (DeltaNet). Keys are used as given (callers L2-normalise them; the kernels do not assume it).
+// g_t ≤ 0 keeps every decay factor ≤ 1; it is expected, not checked (positive gates still give
+// the recurrence's values as long as they stay finite).
 
 /// Chunked forward (UT / WY representation): per chunk of C rows with cumulative log-gates
 /// b_r relative to the chunk start, γ_r = e^(b_r), Γ_rs = e^(b_r − b_s) (all ≤ 1),

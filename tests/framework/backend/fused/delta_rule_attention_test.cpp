@@ -360,6 +360,16 @@ TEST(DeltaRuleAttention, ZeroLogGateEqualsPlainExactly) {
   }
 }
 
+TEST(DeltaRuleAttention, EmptySequence) {
+  const DeltaInputs in = random_inputs(15, 2, 1, 0, 3, 4, true);
+  const Tensor o = backend::delta_rule_attention_forward(in.q, in.k, in.v, in.beta, in.gate, 8);
+  EXPECT_EQ(o.shape(), (Shape{2, 1, 0, 4}));
+  const auto grads = backend::delta_rule_attention_backward(in.q, in.k, in.v, in.beta, in.gate,
+                                                            zeros({2, 1, 0, 4}, DType::kF64), 8);
+  EXPECT_EQ(grads.dq.shape(), in.q.shape());
+  EXPECT_EQ(grads.dlog_gate.shape(), in.gate.shape());
+}
+
 TEST(DeltaRuleAttention, BadInputsNameTheShapes) {
   const Tensor q = zeros({2, 3, 4}, DType::kF64), v = zeros({2, 3, 5}, DType::kF64);
   const Tensor beta = zeros({2, 3}, DType::kF64);
