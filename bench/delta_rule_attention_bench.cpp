@@ -1,6 +1,6 @@
-// Delta-rule attention (DeltaNet, Gated DeltaNet): forward + backward cost per token vs sequence
-// length, next to the causal linear attention's figures (linear_attention_bench). Figures only
-// (Google Benchmark); compare rows of one run.
+// Delta-rule attention (DeltaNet, Gated DeltaNet): forward + backward cost per token vs length.
+// Next to the causal linear attention's figures (linear_attention_bench). Figures only (Google
+// Benchmark); compare rows of one run.
 #include <cmath>
 #include <vector>
 

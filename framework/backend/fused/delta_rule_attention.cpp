@@ -1,5 +1,4 @@
-// Delta-rule attention kernels: per (batch, head) slice, OpenMP across slices, chunk block
-// products (small_gemm) and a triangular solve inside a slice.
+// Delta-rule attention kernels: OpenMP over slices; block products and a solve per chunk.
 #include "framework/backend/fused/delta_rule_attention.h"
 
 #include <algorithm>

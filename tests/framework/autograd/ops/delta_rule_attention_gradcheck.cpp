@@ -1,5 +1,4 @@
-// Gradients of delta-rule attention (DeltaNet, Gated DeltaNet) against central differences and
-// against the recurrence composed from autograd primitives (f64).
+// Delta-rule attention gradients vs central differences and the composed recurrence (f64).
 #include <cmath>
 #include <string>
 #include <vector>
