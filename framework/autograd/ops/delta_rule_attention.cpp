@@ -1,0 +1,24 @@
+// Delta-rule attention op: records the fused chunked kernel's backward on the tape.
+#include "framework/autograd/ops/delta_rule_attention.h"
+
+#include "framework/autograd/function.h"
+#include "framework/backend/fused/delta_rule_attention.h"
+
+namespace rota {
+
+Variable delta_rule_attention(const Variable& q, const Variable& k, const Variable& v,
+                              const Variable& beta, const Variable& log_gate, int64_t chunk_size) {
+  const Tensor gate = log_gate.defined() ? log_gate.data() : Tensor();
+  Tensor out = backend::delta_rule_attention_forward(q.data(), k.data(), v.data(), beta.data(),
+                                                     gate, chunk_size);
+  if (!inspect_inputs({q, k, v, beta, log_gate}).any) return Variable(std::move(out), false);
+  return record_op(
+      "delta_rule_attention", out, {q, k, v, beta, log_gate},
+      [qd = q.data(), kd = k.data(), vd = v.data(), bd = beta.data(), gate,
+       chunk_size](const Tensor& g) {
+        auto grads = backend::delta_rule_attention_backward(qd, kd, vd, bd, gate, g, chunk_size);
+        return std::vector<Tensor>{grads.dq, grads.dk, grads.dv, grads.dbeta, grads.dlog_gate};
+      });
+}
+
+}  // namespace rota
