@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -99,15 +100,20 @@ Operands operands(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
 // and break the ≤ 1 bound every factor relies on), naming the first offender.
 template <typename T>
 void check_gate_values(const char* op, const Operands& in, const GlaDims& s) {
+  const T lowest = std::numeric_limits<T>::lowest();
   for (int64_t g = 0; g < s.groups; ++g) {
     const Rows<const T> rows = slice_rows<const T>(in.gate, in.gate_at, g);
     for (int64_t t = 0; t < s.n; ++t) {
+      const T* row = rows.row(t);
+      int bad = 0;  // NaN fails both comparisons
+#pragma omp simd reduction(| : bad)
+      for (int64_t x = 0; x < s.gw; ++x) bad |= !(row[x] <= T(0) && row[x] >= lowest);
+      if (!bad) continue;
       for (int64_t x = 0; x < s.gw; ++x) {
-        const T value = rows.row(t)[x];
-        ROTA_CHECK(std::isfinite(value) && value <= T(0),
+        ROTA_CHECK(std::isfinite(row[x]) && row[x] <= T(0),
                    "{}: log_gate {} must be finite and <= 0 (a decay in (0, 1]); found {} in "
                    "group {}, position {}, channel {}",
-                   op, shape_str(in.gate.shape()), static_cast<double>(value), g, t, x);
+                   op, shape_str(in.gate.shape()), static_cast<double>(row[x]), g, t, x);
       }
     }
   }
@@ -188,6 +194,11 @@ struct Scratch {
   }
 };
 
+// Gates are clamped at this floor when summed: e^-1000 is 0 in f64 as in f32, so every factor
+// containing such a step is 0 either way, while the f64 sums of a chunk keep the precision of
+// the small gates next to a huge one (a gate of -1e30 would swamp them).
+constexpr double kGateFloor = -1000.0;
+
 // Local cumulative gates of chunk [c0, c0 + len) in f64: cum[u + 1] = Σ_{c0≤t≤c0+u} g_t, cum[0] =
 // 0, rows of gw. Every exponent below is a difference cum[a] − cum[b] with a ≥ b (so ≤ 0), taken
 // in f64 before rounding to T: no cancellation against the chunk's total.
@@ -196,7 +207,9 @@ void local_cumsum(Rows<const T> gate, int64_t c0, int64_t len, int64_t gw, doubl
   std::fill(cum, cum + gw, 0.0);
   for (int64_t u = 0; u < len; ++u) {
     const T* g = gate.row(c0 + u);
-    for (int64_t x = 0; x < gw; ++x) cum[(u + 1) * gw + x] = cum[u * gw + x] + g[x];
+    for (int64_t x = 0; x < gw; ++x) {
+      cum[(u + 1) * gw + x] = cum[u * gw + x] + std::max(static_cast<double>(g[x]), kGateFloor);
+    }
   }
 }
 

@@ -65,13 +65,12 @@ NaiveGrads naive_backward(const Tensor& q, const Tensor& k, const Tensor& v, con
   std::vector<double> dq(qv.size(), 0.0), dk(kv.size(), 0.0), dv(vv.size(), 0.0),
       dg(gv.size(), 0.0);
   for (int64_t g = 0; g < groups; ++g) {
-    std::vector<double> b((n + 1) * f, 0.0);  // b[t + 1][x] = Σ_{s≤t} g_s (broadcast)
-    for (int64_t t = 0; t < n; ++t) {
-      for (int64_t x = 0; x < f; ++x)
-        b[(t + 1) * f + x] = b[t * f + x] + gv[(g * n + t) * gw + (gw == 1 ? 0 : x)];
-    }
+    // e^(b_i − b_j) with b_i − b_j = Σ_{j<t≤i} g_t summed over the interval itself (a global
+    // cumulative sum would lose small gates after a huge one).
     auto e = [&](int64_t i, int64_t j, int64_t x) {
-      return std::exp(b[(i + 1) * f + x] - b[(j + 1) * f + x]);
+      double sum = 0;
+      for (int64_t t = j + 1; t <= i; ++t) sum += gv[(g * n + t) * gw + (gw == 1 ? 0 : x)];
+      return std::exp(sum);
     };
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j <= i; ++j) {
@@ -225,6 +224,35 @@ TEST(GatedLinearAttention, ZeroGatesAreThePlainCausalKernel) {
       EXPECT_TRUE(allclose(got.dq, plain_grads.dq, kTol, kTol));
       EXPECT_TRUE(allclose(got.dk, plain_grads.dk, kTol, kTol));
       EXPECT_TRUE(allclose(got.dv, plain_grads.dv, kTol, kTol));
+    }
+  }
+}
+
+TEST(GatedLinearAttention, HugeGatesResetTheStateExactly) {
+  // A gate of -1e30 (decay 0) inside a chunk forgets everything before it: the output after it
+  // is attention over the suffix alone, and the small gates around it keep their precision.
+  Generator gen(6);
+  const int64_t n = 40, cut = 21;
+  const auto [q, k, v] = random_qkv(gen, 1, 1, n, 4, 3);
+  const Tensor grad = randn({1, 1, n, 3}, gen, 0, 1, DType::kF64);
+  for (int64_t width : {int64_t{4}, int64_t{1}}) {
+    Tensor gate = random_gates(gen, 1, 1, n, width, -1e-3);
+    for (int64_t x = 0; x < width; ++x) gate.set({0, 0, cut, x}, -1e30);
+    Tensor suffix_gate = gate.slice(2, cut, n).clone();
+    for (int64_t x = 0; x < width; ++x) suffix_gate.set({0, 0, 0, x}, 0.0);
+    const Tensor suffix =
+        naive_recurrence(q.slice(2, cut, n), k.slice(2, cut, n), v.slice(2, cut, n), suffix_gate);
+    for (int64_t chunk : {8, 32, 64}) {
+      const Tensor o = backend::gated_linear_attention_forward(q, k, v, gate, chunk);
+      EXPECT_TRUE(allclose(o, naive_recurrence(q, k, v, gate), kTol, kTol)) << chunk;
+      EXPECT_TRUE(allclose(o.slice(2, cut, n), suffix, kTol, kTol)) << chunk;
+      // Nothing crosses the reset: the prefix's gradients do not see the suffix's.
+      const auto grads = backend::gated_linear_attention_backward(q, k, v, gate, grad, chunk);
+      const NaiveGrads want = naive_backward(q, k, v, gate, grad);
+      EXPECT_TRUE(allclose(grads.dq, want.dq, kTol, kTol)) << chunk;
+      EXPECT_TRUE(allclose(grads.dk, want.dk, kTol, kTol)) << chunk;
+      EXPECT_TRUE(allclose(grads.dv, want.dv, kTol, kTol)) << chunk;
+      EXPECT_TRUE(allclose(grads.dlog_gate, want.dgate, kTol, kTol)) << chunk;
     }
   }
 }
