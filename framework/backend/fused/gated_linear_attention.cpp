@@ -2,8 +2,9 @@
 #include "framework/backend/fused/gated_linear_attention.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
-#include <limits>
+#include <cstdint>
 #include <type_traits>
 #include <vector>
 
@@ -98,16 +99,28 @@ Operands operands(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
 
 // Refuses gates that are not finite or are positive (a decay above 1 would grow without bound
 // and break the ≤ 1 bound every factor relies on), naming the first offender.
+// 1 when the gate is not finite or is > 0 (+0 and −0 pass), from the bits alone: integer
+// compares vectorise where float compares (kept as branches under -ftrapping-math) do not.
+template <typename T>
+inline auto bad_gate(T value) {
+  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  constexpr U kSign = U(1) << (sizeof(T) * 8 - 1);
+  constexpr U kExponent = sizeof(T) == 4 ? U(0x7f800000u) : U(0x7ff0000000000000ull);
+  const U bits = std::bit_cast<U>(value);
+  const U positive = static_cast<U>((bits & kSign) == 0) & static_cast<U>(bits != 0);
+  const U not_finite = static_cast<U>((bits & kExponent) == kExponent);
+  return positive | not_finite;
+}
+
 template <typename T>
 void check_gate_values(const char* op, const Operands& in, const GlaDims& s) {
-  const T lowest = std::numeric_limits<T>::lowest();
   for (int64_t g = 0; g < s.groups; ++g) {
     const Rows<const T> rows = slice_rows<const T>(in.gate, in.gate_at, g);
     for (int64_t t = 0; t < s.n; ++t) {
       const T* row = rows.row(t);
-      int bad = 0;  // NaN fails both comparisons
+      decltype(bad_gate(T(0))) bad = 0;
 #pragma omp simd reduction(| : bad)
-      for (int64_t x = 0; x < s.gw; ++x) bad |= !(row[x] <= T(0) && row[x] >= lowest);
+      for (int64_t x = 0; x < s.gw; ++x) bad |= bad_gate(row[x]);
       if (!bad) continue;
       for (int64_t x = 0; x < s.gw; ++x) {
         ROTA_CHECK(std::isfinite(row[x]) && row[x] <= T(0),
@@ -199,6 +212,19 @@ struct Scratch {
 // the small gates next to a huge one (a gate of -1e30 would swamp them).
 constexpr double kGateFloor = -1000.0;
 
+// max(g, kGateFloor) in f64 for a checked gate (finite, ≤ 0), by integer compares and masks so
+// the loop vectorises (a float max stays a branch under -ftrapping-math): the magnitude bits of
+// non-positive floats order like |g|.
+template <typename T>
+inline double clamped_gate(T g) {
+  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  constexpr U kSign = U(1) << (sizeof(T) * 8 - 1);
+  const U bits = std::bit_cast<U>(g);
+  const U below = U(0) - static_cast<U>((bits & ~kSign) > std::bit_cast<U>(T(-kGateFloor)));
+  const U floor_bits = std::bit_cast<U>(T(kGateFloor));
+  return static_cast<double>(std::bit_cast<T>((bits & ~below) | (floor_bits & below)));
+}
+
 // Local cumulative gates of chunk [c0, c0 + len) in f64: cum[u + 1] = Σ_{c0≤t≤c0+u} g_t, cum[0] =
 // 0, rows of gw. Every exponent below is a difference cum[a] − cum[b] with a ≥ b (so ≤ 0), taken
 // in f64 before rounding to T: no cancellation against the chunk's total.
@@ -207,8 +233,11 @@ void local_cumsum(Rows<const T> gate, int64_t c0, int64_t len, int64_t gw, doubl
   std::fill(cum, cum + gw, 0.0);
   for (int64_t u = 0; u < len; ++u) {
     const T* g = gate.row(c0 + u);
+    const double* prev = cum + u * gw;
+    double* next = cum + (u + 1) * gw;
+#pragma omp simd
     for (int64_t x = 0; x < gw; ++x) {
-      cum[(u + 1) * gw + x] = cum[u * gw + x] + std::max(static_cast<double>(g[x]), kGateFloor);
+      next[x] = prev[x] + clamped_gate(g[x]);
     }
   }
 }

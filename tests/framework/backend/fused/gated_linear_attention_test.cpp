@@ -333,6 +333,12 @@ TEST(GatedLinearAttention, BadInputsAreRefusedNamingTheShapes) {
   minus_inf.set({0, 0, 1, 2}, -INFINITY);
   expect_error([&] { backend::gated_linear_attention_backward(q, q, v, minus_inf, v); },
                {"gated_linear_attention_backward", "must be finite and <= 0"});
+  Tensor plus_inf = zeros({2, 3, 5, 1});
+  plus_inf.set({0, 1, 4, 0}, INFINITY);
+  expect_error([&] { backend::gated_linear_attention_forward(q, q, v, plus_inf); },
+               {op, "must be finite and <= 0", "inf"});
+  // −0 is a gate of 0 (no decay), not a positive one.
+  EXPECT_NO_THROW(backend::gated_linear_attention_forward(q, q, v, full({2, 3, 5, 4}, -0.0)));
   // Mixed and unsupported dtypes.
   expect_error(
       [&] {
