@@ -97,8 +97,6 @@ Operands operands(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
   return in;
 }
 
-// Refuses gates that are not finite or are positive (a decay above 1 would grow without bound
-// and break the ≤ 1 bound every factor relies on), naming the first offender.
 // 1 when the gate is not finite or is > 0 (+0 and −0 pass), from the bits alone: integer
 // compares vectorise where float compares (kept as branches under -ftrapping-math) do not.
 template <typename T>
@@ -112,6 +110,8 @@ inline auto bad_gate(T value) {
   return positive | not_finite;
 }
 
+// Refuses gates that are not finite or are positive (a decay above 1 would grow without bound
+// and break the ≤ 1 bound every factor relies on), naming the first offender.
 template <typename T>
 void check_gate_values(const char* op, const Operands& in, const GlaDims& s) {
   for (int64_t g = 0; g < s.groups; ++g) {
@@ -619,9 +619,10 @@ void backward_group(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<cons
       block_product(f, d, len, w.qh.data(), int64_t{1}, f, g.row(c0), g.ld, r, d, true);
     }
   }
-  // Gate gradient: db_t = q_t ⊙ dq_t − k_t ⊙ dk_t (the pair j = i cancels and is not in dq, dk
-  // yet), dg_t = Σ_{i≥t} db_i in f64; then the pair j = i: dq_t += (dO_t·v_t) k_t, dk_t +=
-  // (dO_t·v_t) q_t.
+  // Gate gradient: db_t = q_t ⊙ dq_t − k_t ⊙ dk_t, dg_t = Σ_{i≥t} db_i, summed in f64. The pair
+  // j = i contributes (dO_t·v_t) q_t ⊙ k_t to both terms and cancels; it is not in dq, dk yet, so
+  // its rounding does not land in db (under strong gates db is far smaller than that pair). Then
+  // the pair is added: dq_t += (dO_t·v_t) k_t, dk_t += (dO_t·v_t) q_t.
   std::vector<double> acc(s.gw, 0.0);
   for (int64_t t = s.n - 1; t >= 0; --t) {
     const T* qt = q.row(t);
