@@ -53,7 +53,8 @@ GlaDims check_dims(const char* op, const Tensor& q, const Tensor& k, const Tenso
   dims.f = q.size(-1);
   dims.d = v.size(-1);
   dims.gw = gate.size(-1);
-  dims.groups = (dims.n * dims.f) != 0 ? q.numel() / (dims.n * dims.f) : 0;
+  dims.groups = 1;
+  for (int64_t i = 0; i + 2 < q.dim(); ++i) dims.groups *= q.size(i);
   return dims;
 }
 
@@ -658,6 +659,11 @@ Tensor gated_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, co
   dispatch_floating(in.q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     check_gate_values<T>(op, in, s);
+    if (s.f == 0) {       // no features: every score is 0
+      Tensor out = in.x;  // shares the storage
+      out.fill(0.0);
+      return;
+    }
     parallel_for(s.groups, s.n * (s.f + 1) * (s.d + kSubBlock), [&](int64_t g0, int64_t g1) {
       Scratch<T> scratch(s, chunk_size);
       for (int64_t g = g0; g < g1; ++g) {
@@ -688,6 +694,11 @@ GatedLinearAttentionGrads gated_linear_attention_backward(const Tensor& q_in, co
   dispatch_floating(in.q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     check_gate_values<T>(op, in, s);
+    if (s.f == 0) {  // the output is 0 whatever v and the gates are
+      grads.dv.fill(0.0);
+      grads.dlog_gate.fill(0.0);
+      return;
+    }
     parallel_for(s.groups, 3 * s.n * (s.f + 1) * (s.d + kSubBlock), [&](int64_t g0, int64_t g1) {
       Scratch<T> scratch(s, chunk_size);
       for (int64_t gi = g0; gi < g1; ++gi) {

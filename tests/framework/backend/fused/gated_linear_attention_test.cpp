@@ -293,6 +293,18 @@ TEST(GatedLinearAttention, NoPositionsGiveEmptyResults) {
   EXPECT_EQ(grads.dlog_gate.shape(), gate.shape());
 }
 
+TEST(GatedLinearAttention, NoFeaturesGiveZeros) {
+  Generator gen(7);
+  const Tensor q = zeros({2, 3, 4, 0}, DType::kF64);
+  const Tensor v = randn({2, 3, 4, 5}, gen, 0, 1, DType::kF64);
+  const Tensor gate = rand({2, 3, 4, 1}, gen, -1, 0, DType::kF64);
+  EXPECT_TRUE(allclose(backend::gated_linear_attention_forward(q, q, v, gate),
+                       zeros(v.shape(), DType::kF64), 0, 0));
+  const auto grads = backend::gated_linear_attention_backward(q, q, v, gate, v);
+  EXPECT_TRUE(allclose(grads.dv, zeros(v.shape(), DType::kF64), 0, 0));
+  EXPECT_TRUE(allclose(grads.dlog_gate, zeros(gate.shape(), DType::kF64), 0, 0));
+}
+
 TEST(GatedLinearAttention, BadInputsAreRefusedNamingTheShapes) {
   const Tensor q = zeros({2, 3, 5, 4}), v = zeros({2, 3, 5, 6});
   const Tensor channel = zeros({2, 3, 5, 4}), scalar = zeros({2, 3, 5, 1});
