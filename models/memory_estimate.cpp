@@ -44,6 +44,28 @@ double position_parameters(const ModelOptions& o) {
   return 0;
 }
 
+/// Parameters of one block's state gate (GLA, SSD, delta rule's β, a learnable decay).
+double state_gate_parameters(const ModelOptions& o) {
+  if (is_softmax(o)) return 0;
+  const double e = static_cast<double>(o.dim);
+  const double h = static_cast<double>(o.heads);
+  const auto* lrpe = std::get_if<nn::LrpeOptions>(&o.position);
+  const double f = (e / h) * (lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary ? 2 : 1);
+  const nn::StateGateOptions& g = o.attention.state_gate;
+  double count = 0;
+  if (g.gating == nn::StateGating::kGla) {
+    const double r = static_cast<double>(g.gla_rank);
+    count += e * r + r * h * f + h * f;  // gate_down, gate_up (+ bias)
+  } else if (g.gating == nn::StateGating::kSsd) {
+    count += e * h + 2.0 * h;  // dt_proj, dt_bias, a_log
+  }
+  if (g.rule == nn::UpdateRule::kDelta) count += e * h + h;  // beta_proj
+  if (o.attention.decay.learnable && o.attention.decay.schedule != nn::DecaySchedule::kNone) {
+    count += h;  // decay_log_rate
+  }
+  return count;
+}
+
 /// Floats one token keeps per layer for the backward pass (or, inference, at most at once).
 double floats_per_token_layer(const ModelOptions& o, int64_t sequence_length, bool training) {
   const double e = static_cast<double>(o.dim);
@@ -87,6 +109,7 @@ double parameter_count(const ModelOptions& o) {
     if (o.attention.norm == nn::LinearAttentionNorm::kRmsNorm) block += e;
     if (o.attention.norm == nn::LinearAttentionNorm::kGroupNorm) block += 2.0 * e;
     if (o.attention.output_gate != nn::OutputGate::kNone) block += e * e + e;  // gate_proj
+    block += state_gate_parameters(o);
   }
   count += static_cast<double>(o.layers) * block;
   if (is_softmax(o) && o.layers > 0) {

@@ -34,6 +34,23 @@ double training_flops_per_token(const ModelOptions& o, int64_t sequence_length) 
     attention = causal ? 2.0 * chunk * features + 4.0 * features * d : 4.0 * features * d;
   }
   forward += static_cast<double>(o.layers) * heads * attention;
+  if (o.attention_family == AttentionFamily::kLinear) {
+    // The state gate's projections: GLA's E×r and r×H·F', Mamba-2's Δ and the delta rule's β
+    // (E×H each).
+    const auto* lrpe = std::get_if<nn::LrpeOptions>(&o.position);
+    const double features =
+        lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary ? 2.0 * d : d;
+    const nn::StateGateOptions& g = o.attention.state_gate;
+    double gate = 0;
+    if (g.gating == nn::StateGating::kGla) {
+      const double r = static_cast<double>(g.gla_rank);
+      gate += e * r + r * heads * features;
+    } else if (g.gating == nn::StateGating::kSsd) {
+      gate += e * heads;
+    }
+    if (g.rule == nn::UpdateRule::kDelta) gate += e * heads;
+    forward += static_cast<double>(o.layers) * 2.0 * gate;
+  }
   return 3.0 * forward;
 }
 

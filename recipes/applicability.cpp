@@ -64,6 +64,18 @@ const std::map<std::string, Rule>& rules() {
                        "a decay of the causal state is defined for CAUSAL_LM models only (RetNet "
                        "and TransNormerLLM are decoders)");
        })},
+      {"rota.recipes.LinearAttention.gating",
+       rule<LinearAttention>([](const Recipe& recipe, const LinearAttention&) {
+         return unless(recipe.model().kind() == Model::CAUSAL_LM,
+                       "gating of the causal state is defined for CAUSAL_LM models only (GLA and "
+                       "Mamba-2 are decoders)");
+       })},
+      {"rota.recipes.LinearAttention.update_rule",
+       rule<LinearAttention>([](const Recipe& recipe, const LinearAttention&) {
+         return unless(recipe.model().kind() == Model::CAUSAL_LM,
+                       "the update rule of the causal state is for CAUSAL_LM models only "
+                       "(DeltaNet is a decoder)");
+       })},
       {"rota.recipes.Model.classifier", rule<Model>([](const Recipe&, const Model& model) {
          return unless(model.kind() == Model::CLASSIFIER, "only for kind: CLASSIFIER");
        })},

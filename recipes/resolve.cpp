@@ -24,6 +24,7 @@ bool is_optional_section(const FD& field) {
       "rota.recipes.SoftmaxAttention.streaming",
       "rota.recipes.Data.tsv",
       "rota.recipes.LinearAttention.decay",
+      "rota.recipes.LinearAttention.gating",
   };
   return kSections.count(field.full_name()) > 0;
 }

@@ -133,6 +133,34 @@ void check_linear_attention(Checker& check, const Model& model) {
                "permute_former brings its own per-head decay; drop the decay or choose another "
                "position");
   }
+  const bool gated = linear.has_gating() || linear.update_rule() == LinearAttention::DELTA;
+  if (linear.has_gating() && linear.gating().kind_case() == Gating::KIND_NOT_SET) {
+    check.fail(path + ".gating", "choose one gate: gla {} or ssd {}");
+  }
+  if (linear.gating().has_gla()) {
+    check.at_least(path + ".gating.gla.rank", linear.gating().gla().rank(), 1);
+    check.positive(path + ".gating.gla.temperature", linear.gating().gla().temperature());
+    if (linear.update_rule() == LinearAttention::DELTA) {
+      check.fail(path + ".gating.gla",
+                 "GLA's per-channel gates do not combine with the DELTA rule (Gated DeltaNet "
+                 "gates per head: use gating { ssd {} })");
+    }
+  }
+  if (gated) {
+    const std::string field = linear.has_gating() ? ".gating" : ".update_rule";
+    if (linear.has_decay()) {
+      check.fail(path + field,
+                 "a data-dependent gate or the DELTA rule does not combine with a fixed decay "
+                 "(drop `decay`)");
+    }
+    if (model.position().has_permute_former()) {
+      check.fail(path + field, "does not combine with permute_former's own decay");
+    }
+    if (linear.normalization() == LinearAttention::DENOMINATOR) {
+      check.fail(path + field,
+                 "takes normalization LAYER_NORM, RMS_NORM or GROUP_NORM, not the DENOMINATOR");
+    }
+  }
   if (linear.normalization() == LinearAttention::DENOMINATOR) {
     check.positive(path + ".denominator_eps", linear.denominator_eps());
     const std::string reason = signed_feature_reason(model);

@@ -165,7 +165,18 @@ void set_linear_attention(const recipes::Model& m, models::ModelOptions& o) {
     o.attention.decay.schedule = la.decay().schedule() == recipes::Decay::TRANSNORMER
                                      ? nn::DecaySchedule::kTransNormer
                                      : nn::DecaySchedule::kRetNet;
+    o.attention.decay.learnable = la.decay().learnable();
   }
+  if (la.gating().has_gla()) {
+    o.attention.state_gate.gating = nn::StateGating::kGla;
+    o.attention.state_gate.gla_rank = la.gating().gla().rank();
+    o.attention.state_gate.gla_temperature = la.gating().gla().temperature();
+  } else if (la.gating().has_ssd()) {
+    o.attention.state_gate.gating = nn::StateGating::kSsd;
+  }
+  o.attention.state_gate.rule = la.update_rule() == recipes::LinearAttention::DELTA
+                                    ? nn::UpdateRule::kDelta
+                                    : nn::UpdateRule::kAdditive;
   switch (la.output_gate()) {
     case recipes::LinearAttention::NO_GATE:
       o.attention.output_gate = nn::OutputGate::kNone;

@@ -77,6 +77,26 @@ std::vector<Case> cases() {
     o.attention.output_gate = nn::OutputGate::kSwish;
     if (kind == ModelKind::kCausalLm) o.attention.decay.schedule = nn::DecaySchedule::kRetNet;
     add("group_norm_gate", o);
+    if (kind == ModelKind::kCausalLm) {  // gating and the delta rule are causal-only
+      nn::LrpeOptions type1;
+      type1.core = backend::LrpeCore::kUnitary;
+      o = base(kind);
+      o.position = type1;
+      o.attention.state_gate.gating = nn::StateGating::kGla;
+      o.attention.state_gate.gla_rank = 5;
+      add("gla_type1", o);
+      o = base(kind);
+      o.attention.state_gate.gating = nn::StateGating::kSsd;
+      o.attention.state_gate.rule = nn::UpdateRule::kDelta;
+      add("gated_deltanet", o);
+      o = base(kind);
+      o.attention.state_gate.gating = nn::StateGating::kSsd;
+      add("ssd", o);
+      o = base(kind);
+      o.attention.decay.schedule = nn::DecaySchedule::kTransNormer;
+      o.attention.decay.learnable = true;
+      add("learnable_decay", o);
+    }
     // Softmax attention with every table-carrying encoding.
     auto softmax = [&](const std::string& name, nn::PositionEncoding position) {
       ModelOptions s = base(kind);

@@ -35,6 +35,13 @@ TEST(ModelFlops, ProductsAreSixTimesTheProductWeightsPlusAttention) {
   EXPECT_DOUBLE_EQ(training_flops_per_token(o, n), six_n(o) + attention);
   o.attention.output_gate = nn::OutputGate::kSwish;  // one more E×E product per block
   EXPECT_DOUBLE_EQ(training_flops_per_token(o, n), six_n(o) + attention);
+  // The state gates' projections (GLA's low-rank pair; Mamba-2's Δ and the delta rule's β).
+  o.attention.state_gate.gating = nn::StateGating::kGla;
+  o.attention.state_gate.gla_rank = 3;
+  EXPECT_DOUBLE_EQ(training_flops_per_token(o, n), six_n(o) + attention);
+  o.attention.state_gate.gating = nn::StateGating::kSsd;
+  o.attention.state_gate.rule = nn::UpdateRule::kDelta;
+  EXPECT_DOUBLE_EQ(training_flops_per_token(o, n), six_n(o) + attention);
 }
 
 }  // namespace

@@ -6,7 +6,8 @@ with biases, phi = 1 + elu, LRPE (P then Lambda(s)), attention without a denomin
 tril(QK^T)V; bidirectional: Q(K^T V) with padded keys removed), LayerNorm over the model width,
 output projection. The decay/gating cases add RetNet's and TransNormerLLM's fixed per-head decays
 (pairs weighted by gamma^(i-j) in the masked N x N form), a per-head GroupNorm instead of the
-LayerNorm, and a swish or sigmoid output gate. Each case stores the parameters (Rota's dotted names), the input, the
+LayerNorm, and a swish or sigmoid output gate; the gating cases (learnable decay, GLA, Mamba-2's
+SSD, DeltaNet, Gated DeltaNet) run the published recurrences token by token. Each case stores the parameters (Rota's dotted names), the input, the
 upstream gradient, the output and every gradient, in float64.
 
 Run with Debian's python3-torch:  /usr/bin/python3 tests/reference/linear_attention_reference.py
@@ -103,6 +104,50 @@ def decay_rates(extra):
     return None
 
 
+def gated_recurrence(x, q, k, v, params, extra):
+    """The published recurrences, token by token: S_t = diag(a_t) S_{t-1} + k_t^T v_t (GLA:
+    a_t = sigmoid(x Wd Wu + b)^(1/tau) per key channel; Mamba-2: a_t = exp(-dt_t A_h) per head
+    with dt_t = softplus(x w + b) also scaling k_t; learnable decay: a_h = exp(-exp(w_h))), or
+    the delta rule S_t = a_t (I - beta_t k_t^T k_t) S_{t-1} + beta_t k_t^T v_t with L2-normalised
+    q, k and beta_t = sigmoid(x w + b); o_t = q_t S_t. q, k [B, H, N, F]; v [B, H, N, D]."""
+    f = q.shape[-1]
+    gating, rule = extra.get("gating"), extra.get("rule", "additive")
+    log_a = None  # [B, H, N, F] or [B, H, N, 1]
+    if gating == "gla":
+        z = (x @ params["state_gate.gate_down.weight"].T) @ params["state_gate.gate_up.weight"].T
+        z = z + params["state_gate.gate_up.bias"]
+        log_a = (torch.nn.functional.logsigmoid(z) / extra["gla_temperature"])
+        log_a = log_a.reshape(B, N, H, f).permute(0, 2, 1, 3)
+    elif gating == "ssd":
+        dt = torch.nn.functional.softplus(x @ params["state_gate.dt_proj.weight"].T
+                                          + params["state_gate.dt_bias"])  # [B, N, H]
+        dt = dt.permute(0, 2, 1).unsqueeze(-1)  # [B, H, N, 1]
+        log_a = -dt * torch.exp(params["state_gate.a_log"]).reshape(1, H, 1, 1)
+        if rule == "additive":
+            k = k * dt
+    elif extra.get("learnable_decay"):
+        rate = -torch.exp(params["state_gate.decay_log_rate"])
+        log_a = rate.reshape(1, H, 1, 1).expand(B, H, N, 1)
+    if rule == "delta":
+        q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6)
+        k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
+        beta = torch.sigmoid(x @ params["state_gate.beta_proj.weight"].T
+                             + params["state_gate.beta_proj.bias"]).permute(0, 2, 1)  # [B, H, N]
+    state = torch.zeros(B, H, f, D)
+    outputs = []
+    for t in range(N):
+        a = torch.exp(log_a[:, :, t]) if log_a is not None else torch.ones(B, H, 1)  # [B,H,F|1]
+        kt, vt = k[:, :, t], v[:, :, t]  # [B, H, F], [B, H, D]
+        if rule == "delta":
+            bt = beta[:, :, t].reshape(B, H, 1, 1)
+            erase = kt.unsqueeze(-1) @ (kt.unsqueeze(-2) @ state)  # k^T (k S)
+            state = a.unsqueeze(-1) * (state - bt * erase) + bt * (kt.unsqueeze(-1) @ vt.unsqueeze(-2))
+        else:
+            state = a.unsqueeze(-1) * state + kt.unsqueeze(-1) @ vt.unsqueeze(-2)
+        outputs.append((q[:, :, t].unsqueeze(-2) @ state).squeeze(-2))
+    return torch.stack(outputs, dim=2)
+
+
 def layer(x, params, core, p, causal, key_mask, perm, extra=None):
     extra = extra or {}
     def proj(name, t):
@@ -119,7 +164,9 @@ def layer(x, params, core, p, causal, key_mask, perm, extra=None):
     q = feats(heads(proj("q_proj", x)))
     k = feats(heads(proj("k_proj", x)))
     v = heads(proj("v_proj", x))
-    if causal:
+    if extra.get("gating") or extra.get("rule") or extra.get("learnable_decay"):
+        o = gated_recurrence(x, q, k, v, params, extra)
+    elif causal:
         scores = torch.tril(q @ k.transpose(-1, -2))
         rates = decay_rates(extra)
         if rates is not None:
@@ -166,6 +213,23 @@ def make_case(core, p, causal, seed, extra=None):
         params["lrpe.theta"] = thetas(core, D) + 0.05 * torch.rand(D if core == "type1" else D // 2, generator=g)
     if p == "householder":
         params["lrpe.householder_v"] = torch.randn(D, generator=g)
+    f = 2 * D if core == "type1" else D
+    if extra.get("gating") == "gla":
+        r = extra["gla_rank"]
+        params["state_gate.gate_down.weight"] = torch.randn(r, E, generator=g) / math.sqrt(E)
+        params["state_gate.gate_up.weight"] = torch.randn(H * f, r, generator=g) / math.sqrt(r)
+        params["state_gate.gate_up.bias"] = 1.0 + 0.5 * torch.randn(H * f, generator=g)
+    if extra.get("gating") == "ssd":
+        params["state_gate.dt_proj.weight"] = torch.randn(H, E, generator=g) / math.sqrt(E)
+        params["state_gate.dt_bias"] = -1.0 + 0.5 * torch.randn(H, generator=g)
+        params["state_gate.a_log"] = torch.log(1.0 + 3.0 * torch.rand(H, generator=g))
+    if extra.get("learnable_decay"):
+        rates = torch.tensor(decay_rates(extra))
+        params["state_gate.decay_log_rate"] = torch.log(-torch.log(rates)) + 0.1 * torch.randn(
+            H, generator=g)
+    if extra.get("rule") == "delta":
+        params["state_gate.beta_proj.weight"] = torch.randn(H, E, generator=g) / math.sqrt(E)
+        params["state_gate.beta_proj.bias"] = 0.1 * torch.randn(H, generator=g)
     perm = torch.randperm(D, generator=g).tolist() if core == "type3" else None
     x = torch.randn(B, N, E, generator=g)
     key_mask = torch.ones(B, N)
@@ -215,6 +279,17 @@ def main():
                                              "gate": "sigmoid"}),
         "decay_type3_odd_even_causal": ("type3", "odd_even",
                                         {"decay": "transnormer", "layer": 0, "layers": 1}),
+        # Data-dependent gates and the delta rule, against the token-by-token recurrences.
+        "learnable_decay_type2_householder_causal": ("type2", "householder",
+                                                     {"decay": "retnet", "learnable_decay": True}),
+        "gla_type1_identity_causal": ("type1", "identity",
+                                      {"gating": "gla", "gla_rank": 3, "gla_temperature": 4.0,
+                                       "gate": "swish"}),
+        "ssd_type2_identity_causal": ("type2", "identity", {"gating": "ssd", "norm": "group"}),
+        "deltanet_type2_householder_causal": ("type2", "householder", {"rule": "delta"}),
+        "gated_deltanet_type3_identity_causal": ("type3", "identity",
+                                                 {"rule": "delta", "gating": "ssd",
+                                                  "gate": "swish"}),
     }
     for name, (core, p, extra) in decay_cases.items():
         seed += 1

@@ -5,9 +5,13 @@
 #include <cmath>
 
 #include "framework/autograd/grad_mode.h"
+#include "framework/autograd/ops/delta_rule_attention.h"
 #include "framework/autograd/ops/elementwise.h"
+#include "framework/autograd/ops/gated_linear_attention.h"
 #include "framework/autograd/ops/linear_attention.h"
 #include "framework/autograd/ops/shape.h"
+#include "framework/backend/fused/delta_rule_attention.h"
+#include "framework/backend/fused/gated_linear_attention.h"
 #include "framework/backend/fused/linear_attention.h"
 
 namespace rota::nn {
@@ -73,6 +77,26 @@ LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generato
     lrpe->dtype = options.dtype;
     lrpe_ = register_module("lrpe", std::make_shared<Lrpe>(*lrpe, gen));
   }
+  StateGateOptions gate = options.state_gate;
+  if (options.decay.learnable && !decay_rates_.empty()) {
+    gate.learnable_decay = decay_rates_;  // the rates become parameters: the gated kernel
+    decay_rates_.clear();
+  }
+  if (gate.gating != StateGating::kNone || gate.rule != UpdateRule::kAdditive ||
+      !gate.learnable_decay.empty()) {
+    ROTA_CHECK(options.causal,
+               "LinearAttention: gating and the delta rule are defined for causal attention "
+               "only (GLA, Mamba-2 and DeltaNet are decoders)");
+    ROTA_CHECK(decay_rates_.empty() && !permute_former_,
+               "LinearAttention: a data-dependent gate or the delta rule does not combine with "
+               "a fixed decay or permute_former");
+    ROTA_CHECK(options.norm != LinearAttentionNorm::kDenominator,
+               "LinearAttention: gating and the delta rule take norm = layer_norm, rms_norm or "
+               "group_norm, not the denominator");
+    state_gate_ = register_module(
+        "state_gate", std::make_shared<StateGate>(gate, e, options.heads, feature_dim(),
+                                                  options.projection_init, options.dtype, gen));
+  }
   if (options.norm == LinearAttentionNorm::kDenominator) {
     // φ(q)·Σφ(k) is only a valid normaliser when every feature is >= 0; otherwise it can be
     // zero or negative and the output explodes.
@@ -127,6 +151,20 @@ Tensor LinearAttention::decay_rates(DType dtype) const {
   return tensor_from(decay_rates_, {options_.heads}, DType::kF64);
 }
 
+Variable LinearAttention::gated_attention(Variable q, Variable k, const Variable& v,
+                                          const Variable& x) const {
+  const Variable log_gate = state_gate_->log_gate(x);
+  if (state_gate_->options().rule == UpdateRule::kDelta) {
+    q = l2_normalize(q);
+    k = l2_normalize(k);
+    const Variable per_step = log_gate.defined() ? squeeze(log_gate, -1) : Variable();
+    return delta_rule_attention(q, k, v, state_gate_->beta(x), per_step, options_.chunk_size);
+  }
+  const Variable key_scale = state_gate_->key_scale(x);
+  if (key_scale.defined()) k = k * key_scale;
+  return gated_linear_attention(q, k, v, log_gate, options_.chunk_size);
+}
+
 Variable LinearAttention::finish(const Variable& heads_out, const Variable& x) const {
   const int64_t b = heads_out.size(0), n = heads_out.size(2);
   Variable merged = reshape(permute(heads_out, {0, 2, 1, 3}), {b, n, options_.dim});
@@ -165,8 +203,13 @@ Variable LinearAttention::forward(const Variable& x, const Tensor& key_mask, int
     // One kernel call gives numerator and denominator: attend over [v, 1].
     v = concat({v, Variable(ones({b, h, n, 1}, x.dtype()))}, -1);
   }
-  Variable out = options_.causal ? causal_linear_attention(q, k, v, options_.chunk_size, decay)
-                                 : bidirectional_linear_attention(q, k, v, key_mask);
+  Variable out;
+  if (state_gate_) {
+    out = gated_attention(q, k, v, x);
+  } else {
+    out = options_.causal ? causal_linear_attention(q, k, v, options_.chunk_size, decay)
+                          : bidirectional_linear_attention(q, k, v, key_mask);
+  }
   if (with_denominator) {
     const auto parts = split(out, {d, 1}, -1);
     out = parts[0] / clamp_min(parts[1], options_.denominator_eps);
@@ -176,7 +219,8 @@ Variable LinearAttention::forward(const Variable& x, const Tensor& key_mask, int
 
 LinearAttentionState LinearAttention::initial_state(int64_t batch) const {
   LinearAttentionState state;
-  state.kv = zeros({batch * options_.heads, feature_dim(), head_dim() + 1}, options_.dtype);
+  const int64_t columns = state_gate_ ? head_dim() : head_dim() + 1;
+  state.kv = zeros({batch * options_.heads, feature_dim(), columns}, options_.dtype);
   return state;
 }
 
@@ -193,10 +237,35 @@ Tensor LinearAttention::step(const Tensor& x, LinearAttentionState& state) const
   auto to_heads = [&](const Variable& t) {  // [B, 1, E] → [B, H, 1, D]
     return permute(reshape(t, {b, 1, h, d}), {0, 2, 1, 3});
   };
+  const int64_t f = feature_dim();
+  if (state_gate_) {  // [B, H, 1, ·] → [B·H, ·] per token
+    Variable qg = features(to_heads(q_proj_->forward(xv)), state.position);
+    Variable kg = features(to_heads(k_proj_->forward(xv)), state.position);
+    const Tensor v = to_heads(v_proj_->forward(xv)).data().contiguous().reshape({b * h, d});
+    const Variable log_gate = state_gate_->log_gate(xv);  // [B, H, 1, F or 1]
+    Tensor o;
+    if (state_gate_->options().rule == UpdateRule::kDelta) {
+      qg = l2_normalize(qg);
+      kg = l2_normalize(kg);
+      const Tensor beta = state_gate_->beta(xv).data().contiguous().reshape({b * h});
+      const Tensor gate =
+          log_gate.defined() ? log_gate.data().contiguous().reshape({b * h}) : Tensor();
+      o = backend::delta_rule_attention_step(qg.data().contiguous().reshape({b * h, f}),
+                                             kg.data().contiguous().reshape({b * h, f}), v, beta,
+                                             gate, state.kv);
+    } else {
+      const Variable key_scale = state_gate_->key_scale(xv);
+      if (key_scale.defined()) kg = kg * key_scale;
+      o = backend::gated_linear_attention_step(
+          qg.data().contiguous().reshape({b * h, f}), kg.data().contiguous().reshape({b * h, f}), v,
+          log_gate.data().contiguous().reshape({b * h, log_gate.size(-1)}), state.kv);
+    }
+    ++state.position;
+    return finish(reshape(Variable(o), {b, h, 1, d}), xv).data().reshape({b, options_.dim});
+  }
   const Tensor q = features(to_heads(q_proj_->forward(xv)), state.position).data();
   const Tensor k = features(to_heads(k_proj_->forward(xv)), state.position).data();
   const Tensor v = to_heads(v_proj_->forward(xv)).data();
-  const int64_t f = feature_dim();
   Tensor v1 = Tensor::empty({b * h, d + 1}, x.dtype());
   v1.narrow(1, 0, d).copy_from(v.reshape({b * h, d}));
   v1.narrow(1, d, 1).fill(1.0);

@@ -6,6 +6,7 @@
 
 #include "framework/nn/attention/feature_map.h"
 #include "framework/nn/attention/state_decay.h"
+#include "framework/nn/attention/state_gate.h"
 #include "framework/nn/group_norm.h"
 #include "framework/nn/linear.h"
 #include "framework/nn/norm.h"
@@ -39,6 +40,9 @@ struct LinearAttentionOptions {
   /// Fixed per-head decay of the causal state (RetNet, LRPE-d); causal layers only and not
   /// with PermuteFormer, which brings its own decay.
   StateDecayOptions decay;
+  /// Data-dependent gating (GLA, SSD) and the update rule (additive, delta); causal layers
+  /// only, not with a fixed decay, PermuteFormer or the denominator.
+  StateGateOptions state_gate;
   OutputGate output_gate = OutputGate::kNone;
   /// Positional encoding of the features: RoPE, LRPE (head_dim and dtype are filled in from the
   /// layer) or PermuteFormer. None and the absolute encodings (added to the embeddings by the
@@ -52,13 +56,14 @@ struct LinearAttentionOptions {
 /// Carried state for token-by-token generation: S = Σ k̃ᵀ [v, 1] per head and the position of
 /// the next token.
 struct LinearAttentionState {
-  Tensor kv;             // [B·H, F, D + 1] (the extra column sums k̃ for the denominator)
+  Tensor kv;  // [B·H, F, D + 1] (the extra column sums k̃ for the denominator); gated: [B·H, F, D]
   int64_t position = 0;  // s of the next token
 };
 
 /// Children: `q_proj`, `k_proj`, `v_proj`, `out_proj` (Linear with bias), `norm` (LayerNorm /
 /// RMSNorm / GroupNorm over E, absent with the denominator), `gate_proj` (with an output gate),
-/// `lrpe` (LRPE and RoPE) or `permute_former`.
+/// `state_gate` (GLA, SSD, delta rule, learnable decay), `lrpe` (LRPE and RoPE) or
+/// `permute_former`.
 class LinearAttention : public Module {
  public:
   LinearAttention(const LinearAttentionOptions& options, Generator& gen);
@@ -87,6 +92,9 @@ class LinearAttention : public Module {
   /// The per-head decay rates [H] of the causal kernel (PermuteFormer's or the schedule's);
   /// undefined without a decay.
   Tensor decay_rates(DType dtype) const;
+  /// The gated / delta-rule kernels: features q, k [B, H, N, F], values v [B, H, N, D], the
+  /// layer input x [B, N, E] → [B, H, N, D].
+  Variable gated_attention(Variable q, Variable k, const Variable& v, const Variable& x) const;
   /// [B, H, N, D] → [B, N, E] → norm → (⊙ gate(x)) → out_proj; x: [B, N, E] the layer input.
   Variable finish(const Variable& heads_out, const Variable& x) const;
 
@@ -98,6 +106,7 @@ class LinearAttention : public Module {
   std::vector<double> decay_rates_;  // γ_h of options.decay (empty without one)
   std::shared_ptr<Lrpe> lrpe_;
   std::shared_ptr<PermuteFormer> permute_former_;
+  std::shared_ptr<StateGate> state_gate_;
 };
 
 }  // namespace rota::nn

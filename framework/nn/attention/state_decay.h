@@ -20,6 +20,9 @@ struct StateDecayOptions {
   DecaySchedule schedule = DecaySchedule::kNone;
   int64_t layer = 0;   // l, filled in by the model (kTransNormer)
   int64_t layers = 1;  // L, filled in by the model (kTransNormer)
+  /// The rates become parameters initialised from the schedule (log γ_h = −e^(w_h), so they
+  /// stay in (0, 1)); the layer then runs the gated kernel with one gate per head.
+  bool learnable = false;
 };
 
 /// γ_h for each of `heads` heads (empty for kNone). Every rate is in (0, 1).

@@ -122,6 +122,27 @@ TEST(RecipeFields, DecayGroupNormAndOutputGateReachTheAttention) {
   EXPECT_GT(max_abs_difference(logits_of(plain), logits_of(bare)), 1e-5);
 }
 
+TEST(RecipeFields, GatingAndTheDeltaRuleReachTheAttention) {
+  const ModelOptions gla =
+      options_with({"model.attention.linear.gating={gla {rank: 4 temperature: 8}}"});
+  EXPECT_EQ(gla.attention.state_gate.gating, nn::StateGating::kGla);
+  EXPECT_EQ(gla.attention.state_gate.gla_rank, 4);
+  EXPECT_EQ(gla.attention.state_gate.gla_temperature, 8.0);
+  EXPECT_EQ(gla.attention.state_gate.rule, nn::UpdateRule::kAdditive);
+  const ModelOptions gated_delta = options_with(
+      {"model.attention.linear.gating={ssd {}}", "model.attention.linear.update_rule=DELTA"});
+  EXPECT_EQ(gated_delta.attention.state_gate.gating, nn::StateGating::kSsd);
+  EXPECT_EQ(gated_delta.attention.state_gate.rule, nn::UpdateRule::kDelta);
+  const ModelOptions learnable =
+      options_with({"model.attention.linear.decay={schedule: TRANSNORMER learnable: true}"});
+  EXPECT_TRUE(learnable.attention.decay.learnable);
+  // Each builds and computes something else than the plain model.
+  const Tensor plain = logits_of(options_with({}));
+  for (const ModelOptions& o : {gla, gated_delta, learnable}) {
+    EXPECT_GT(max_abs_difference(plain, logits_of(o)), 1e-5);
+  }
+}
+
 TEST(RecipeFields, DecayIsRefusedWhereItIsUndefinedNamingTheField) {
   auto error_of = [](const std::vector<std::string>& overrides) -> std::string {
     try {
@@ -138,6 +159,22 @@ TEST(RecipeFields, DecayIsRefusedWhereItIsUndefinedNamingTheField) {
       error_of({"model.position={permute_former {}}", "model.attention.linear.decay={}"});
   EXPECT_NE(permute.find("model.attention.linear.decay"), std::string::npos) << permute;
   EXPECT_NE(permute.find("its own per-head decay"), std::string::npos) << permute;
+  const std::string gla_delta = error_of(
+      {"model.attention.linear.gating={gla {}}", "model.attention.linear.update_rule=DELTA"});
+  EXPECT_NE(gla_delta.find("model.attention.linear.gating.gla"), std::string::npos) << gla_delta;
+  const std::string with_decay =
+      error_of({"model.attention.linear.gating={ssd {}}", "model.attention.linear.decay={}"});
+  EXPECT_NE(with_decay.find("model.attention.linear.gating"), std::string::npos) << with_decay;
+  EXPECT_NE(with_decay.find("fixed decay"), std::string::npos) << with_decay;
+  const std::string denominator = error_of({"model.attention.linear.update_rule=DELTA",
+                                            "model.attention.linear.normalization=DENOMINATOR"});
+  EXPECT_NE(denominator.find("model.attention.linear.update_rule"), std::string::npos)
+      << denominator;
+  const std::string masked_gate =
+      error_of({"model.kind=MASKED_LM", "model.attention.linear.gating={ssd {}}"});
+  EXPECT_NE(masked_gate.find("CAUSAL_LM models only"), std::string::npos) << masked_gate;
+  const std::string empty = error_of({"model.attention.linear.gating={}"});
+  EXPECT_NE(empty.find("choose one gate"), std::string::npos) << empty;
 }
 
 }  // namespace

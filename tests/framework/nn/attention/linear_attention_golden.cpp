@@ -1,7 +1,7 @@
 // LinearAttention + LRPE against the PyTorch reference
 // (tests/reference/linear_attention_reference.py): output and every gradient, for each Type × P ×
-// {causal, bidirectional}, and causal cases with RetNet's / TransNormerLLM's decay, GroupNorm and
-// output gates.
+// {causal, bidirectional}, and causal cases with RetNet's / TransNormerLLM's decay, GroupNorm,
+// output gates, a learnable decay, GLA, Mamba-2's SSD, DeltaNet and Gated DeltaNet.
 #include <cctype>
 #include <string>
 
@@ -43,7 +43,8 @@ nn::LrpeOptions lrpe_from(const std::string& core, const std::string& p) {
 }
 
 /// The reference's optional decay/gating keys: decay "retnet" | "transnormer" (with layer,
-/// layers), norm "layer" | "group", gate "none" | "swish" | "sigmoid".
+/// layers), learnable_decay, gating "gla" (gla_rank, gla_temperature) | "ssd", rule "additive" |
+/// "delta", norm "layer" | "group", gate "none" | "swish" | "sigmoid".
 void set_decay_and_gating(const nlohmann::json& cfg, nn::LinearAttentionOptions& o) {
   const std::string decay = cfg.value("decay", "none");
   if (decay == "retnet") {
@@ -54,6 +55,23 @@ void set_decay_and_gating(const nlohmann::json& cfg, nn::LinearAttentionOptions&
     o.decay.layers = cfg.at("layers").get<int64_t>();
   } else if (decay != "none") {
     throw Error("golden case: unknown decay '" + decay + "'");
+  }
+  o.decay.learnable = cfg.value("learnable_decay", false);
+  const std::string gating = cfg.value("gating", "none");
+  if (gating == "gla") {
+    o.state_gate.gating = nn::StateGating::kGla;
+    o.state_gate.gla_rank = cfg.at("gla_rank").get<int64_t>();
+    o.state_gate.gla_temperature = cfg.at("gla_temperature").get<double>();
+  } else if (gating == "ssd") {
+    o.state_gate.gating = nn::StateGating::kSsd;
+  } else if (gating != "none") {
+    throw Error("golden case: unknown gating '" + gating + "'");
+  }
+  const std::string rule = cfg.value("rule", "additive");
+  if (rule == "delta") {
+    o.state_gate.rule = nn::UpdateRule::kDelta;
+  } else if (rule != "additive") {
+    throw Error("golden case: unknown rule '" + rule + "'");
   }
   const std::string norm = cfg.value("norm", "layer");
   if (norm == "group") {

@@ -35,7 +35,17 @@ struct StepCase {
   std::optional<nn::LrpeOptions> lrpe;
   nn::DecaySchedule decay = nn::DecaySchedule::kNone;
   nn::OutputGate gate = nn::OutputGate::kNone;
+  nn::StateGateOptions state_gate = {};
+  bool learnable_decay = false;
 };
+
+nn::StateGateOptions gating(nn::StateGating kind, nn::UpdateRule rule = nn::UpdateRule::kAdditive) {
+  nn::StateGateOptions g;
+  g.gating = kind;
+  g.rule = rule;
+  g.gla_rank = 3;
+  return g;
+}
 
 class RecurrentStep : public ::testing::TestWithParam<StepCase> {};
 
@@ -45,7 +55,9 @@ TEST_P(RecurrentStep, TokenByTokenEqualsFullCausalPass) {
   LinearAttentionOptions o = small_options(true, c.norm, false);
   if (c.lrpe) o.position = *c.lrpe;
   o.decay.schedule = c.decay;
+  o.decay.learnable = c.learnable_decay;
   o.output_gate = c.gate;
+  o.state_gate = c.state_gate;
   LinearAttention layer(o, gen);
   const int64_t b = 2, n = 7;
   const Tensor x = randn({b, n, o.dim}, gen, 0, 1, DType::kF64);
@@ -80,7 +92,26 @@ INSTANTIATE_TEST_SUITE_P(
                  lrpe_with(backend::LrpeCore::kOrthogonal, backend::LrpeP::kIdentity),
                  nn::DecaySchedule::kRetNet, nn::OutputGate::kSwish},
         StepCase{"TransNormerDecayDenominatorSigmoidGate", LinearAttentionNorm::kDenominator,
-                 std::nullopt, nn::DecaySchedule::kTransNormer, nn::OutputGate::kSigmoid}),
+                 std::nullopt, nn::DecaySchedule::kTransNormer, nn::OutputGate::kSigmoid},
+        StepCase{"LearnableRetNetDecay",
+                 LinearAttentionNorm::kLayerNorm,
+                 lrpe_with(backend::LrpeCore::kUnitary, backend::LrpeP::kHouseholder),
+                 nn::DecaySchedule::kRetNet,
+                 nn::OutputGate::kNone,
+                 {},
+                 true},
+        StepCase{"GlaType1", LinearAttentionNorm::kRmsNorm,
+                 lrpe_with(backend::LrpeCore::kUnitary, backend::LrpeP::kIdentity),
+                 nn::DecaySchedule::kNone, nn::OutputGate::kSwish, gating(nn::StateGating::kGla)},
+        StepCase{"Ssd", LinearAttentionNorm::kGroupNorm, std::nullopt, nn::DecaySchedule::kNone,
+                 nn::OutputGate::kNone, gating(nn::StateGating::kSsd)},
+        StepCase{"DeltaNet", LinearAttentionNorm::kLayerNorm, std::nullopt,
+                 nn::DecaySchedule::kNone, nn::OutputGate::kNone,
+                 gating(nn::StateGating::kNone, nn::UpdateRule::kDelta)},
+        StepCase{"GatedDeltaNetLrpe", LinearAttentionNorm::kRmsNorm,
+                 lrpe_with(backend::LrpeCore::kOrthogonal, backend::LrpeP::kHouseholder),
+                 nn::DecaySchedule::kNone, nn::OutputGate::kSwish,
+                 gating(nn::StateGating::kSsd, nn::UpdateRule::kDelta)}),
     [](const ::testing::TestParamInfo<StepCase>& info) { return info.param.name; });
 
 struct GradCase {
@@ -90,6 +121,8 @@ struct GradCase {
   bool lrpe;
   nn::DecaySchedule decay = nn::DecaySchedule::kNone;
   nn::OutputGate gate = nn::OutputGate::kNone;
+  nn::StateGateOptions state_gate = {};
+  bool learnable_decay = false;
 };
 
 class LayerGradient : public ::testing::TestWithParam<GradCase> {};
@@ -99,7 +132,9 @@ TEST_P(LayerGradient, InputsAndEveryParameter) {
   Generator gen(2);
   LinearAttentionOptions o = small_options(c.causal, c.norm, c.lrpe);
   o.decay.schedule = c.decay;
+  o.decay.learnable = c.learnable_decay;
   o.output_gate = c.gate;
+  o.state_gate = c.state_gate;
   LinearAttention layer(o, gen);
   Variable x(randn({2, 5, 6}, gen, 0, 1, DType::kF64), true);
   const Tensor mask = c.causal ? Tensor() : tensor_from({1, 1, 1, 1, 0, 1, 1, 1, 1, 1}, {2, 5});
@@ -120,7 +155,24 @@ INSTANTIATE_TEST_SUITE_P(
         GradCase{"CausalRetNetGroupNormSwishGate", true, LinearAttentionNorm::kGroupNorm, true,
                  nn::DecaySchedule::kRetNet, nn::OutputGate::kSwish},
         GradCase{"BidirectionalGroupNormSigmoidGate", false, LinearAttentionNorm::kGroupNorm, false,
-                 nn::DecaySchedule::kNone, nn::OutputGate::kSigmoid}),
+                 nn::DecaySchedule::kNone, nn::OutputGate::kSigmoid},
+        GradCase{"LearnableTransNormerDecay",
+                 true,
+                 LinearAttentionNorm::kLayerNorm,
+                 true,
+                 nn::DecaySchedule::kTransNormer,
+                 nn::OutputGate::kNone,
+                 {},
+                 true},
+        GradCase{"Gla", true, LinearAttentionNorm::kLayerNorm, true, nn::DecaySchedule::kNone,
+                 nn::OutputGate::kNone, gating(nn::StateGating::kGla)},
+        GradCase{"Ssd", true, LinearAttentionNorm::kGroupNorm, false, nn::DecaySchedule::kNone,
+                 nn::OutputGate::kSwish, gating(nn::StateGating::kSsd)},
+        GradCase{"DeltaNet", true, LinearAttentionNorm::kLayerNorm, true, nn::DecaySchedule::kNone,
+                 nn::OutputGate::kNone, gating(nn::StateGating::kNone, nn::UpdateRule::kDelta)},
+        GradCase{"GatedDeltaNet", true, LinearAttentionNorm::kRmsNorm, false,
+                 nn::DecaySchedule::kNone, nn::OutputGate::kNone,
+                 gating(nn::StateGating::kSsd, nn::UpdateRule::kDelta)}),
     [](const ::testing::TestParamInfo<GradCase>& info) { return info.param.name; });
 
 TEST(PermuteFormerLayer, RecurrentEqualsFullAndGradientsCheck) {
