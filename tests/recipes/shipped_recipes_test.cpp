@@ -174,6 +174,9 @@ TEST(ShippedRecipes, AblationsHaveThreeSeedsAndTheIssuesVariants) {
       {"softmax_vs_linear.txtpb",
        {"linear_lrpe", "softmax_sinusoidal", "softmax_rope", "softmax_shaw", "softmax_xl",
         "softmax_t5", "softmax_alibi"}},
+      {"decay_gating.txtpb",
+       {"nope", "lrpe_type2", "retnet", "lrpe_d", "lrpe_d_learnable", "gla", "ssd", "deltanet",
+        "gated_deltanet", "softmax_rope"}},
   };
   for (const auto& [file, variants] : expected) {
     SCOPED_TRACE(file);
@@ -191,6 +194,29 @@ TEST(ShippedRecipes, AblationsHaveThreeSeedsAndTheIssuesVariants) {
   EXPECT_EQ(std::vector<int>(encodings.ablation.context_multipliers().begin(),
                              encodings.ablation.context_multipliers().end()),
             multipliers);
+  // Issue 21's family: each variant runs the mechanism its name says.
+  const AblationPlan decay = load_ablation(kRecipes / "ablations" / "decay_gating.txtpb");
+  EXPECT_EQ(std::vector<int>(decay.ablation.context_multipliers().begin(),
+                             decay.ablation.context_multipliers().end()),
+            multipliers);
+  std::map<std::string, LinearAttention> linear;
+  for (const Variant& variant : decay.ablation.variant()) {
+    const Recipe recipe = run_recipe(decay, variant, 1);
+    if (recipe.model().attention().has_linear()) {
+      linear[variant.name()] = recipe.model().attention().linear();
+    }
+  }
+  EXPECT_EQ(linear.count("softmax_rope"), 0u);
+  EXPECT_EQ(linear.at("retnet").decay().schedule(), Decay::RETNET);
+  EXPECT_EQ(linear.at("retnet").normalization(), LinearAttention::GROUP_NORM);
+  EXPECT_EQ(linear.at("lrpe_d").decay().schedule(), Decay::TRANSNORMER);
+  EXPECT_TRUE(linear.at("lrpe_d_learnable").decay().learnable());
+  EXPECT_TRUE(linear.at("gla").gating().has_gla());
+  EXPECT_TRUE(linear.at("ssd").gating().has_ssd());
+  EXPECT_EQ(linear.at("deltanet").update_rule(), LinearAttention::DELTA);
+  EXPECT_FALSE(linear.at("deltanet").has_gating());
+  EXPECT_EQ(linear.at("gated_deltanet").update_rule(), LinearAttention::DELTA);
+  EXPECT_TRUE(linear.at("gated_deltanet").gating().has_ssd());
   const AblationPlan glue = load_ablation(kRecipes / "ablations" / "bidirectional_glue.txtpb");
   EXPECT_TRUE(glue.ablation.has_follow_up());
 }
