@@ -41,6 +41,15 @@ LINEAR_CASES = {
                         normalization="group_norm", output_gate="swish_gate"),
     "lrpe_d": ps.config(feature_map="silu", position=P(kind="lrpe", type=1), decay="transnormer",
                         output_gate="sigmoid_gate"),
+    "lrpe_d_learnable": ps.config(position=P(kind="lrpe", type=2), decay="retnet",
+                                  decay_learnable=True),
+    "gla": ps.config(feature_map="silu", position=P(kind="none"), gating="gla", gla_rank=4,
+                     output_gate="swish_gate"),
+    "ssd": ps.config(position=P(kind="rope"), gating="ssd", normalization="rms_norm"),
+    "deltanet": ps.config(feature_map="silu", position=P(kind="lrpe", type=3),
+                          update_rule="delta"),
+    "gated_deltanet": ps.config(feature_map="silu", position=P(kind="none"), gating="ssd",
+                                update_rule="delta", output_gate="swish_gate"),
 }
 SOFTMAX_CASES = {
     "softmax_nope": ps.config(attention="softmax", position=P(kind="none")),

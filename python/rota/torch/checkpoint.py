@@ -150,7 +150,15 @@ def config_to_model_text(config):
             lines.append(f"      denominator_eps: {_fmt(float(c.denominator_eps))}")
         lines.append(f"      chunk_size: {c.chunk_size}")
         if c.decay is not None:
-            lines.append(f"      decay {{ schedule: {c.decay.upper()} }}")
+            lines.append(f"      decay {{ schedule: {c.decay.upper()} "
+                         f"learnable: {_fmt(c.decay_learnable)} }}")
+        if c.gating == "gla":
+            lines.append(f"      gating {{ gla {{ rank: {c.gla_rank} "
+                         f"temperature: {_fmt(float(c.gla_temperature))} }} }}")
+        elif c.gating == "ssd":
+            lines.append("      gating { ssd {} }")
+        if c.kind == "causal_lm":  # the update rule applies to causal models only
+            lines.append(f"      update_rule: {c.update_rule.upper()}")
         lines += [f"      output_gate: {c.output_gate.upper()}", "    }"]
     else:
         lines += ["    softmax {"]

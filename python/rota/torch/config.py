@@ -17,6 +17,8 @@ ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 FEATURE_MAPS = ("one_plus_elu", "relu", "silu", "identity", "exp")
 NORMALIZATIONS = ("layer_norm", "rms_norm", "denominator", "group_norm")
 DECAYS = (None, "retnet", "transnormer")
+GATINGS = (None, "gla", "ssd")
+UPDATE_RULES = ("additive", "delta")
 OUTPUT_GATES = ("no_gate", "swish_gate", "sigmoid_gate")
 POSITIONS = ("none", "sinusoidal", "learned_absolute", "rope", "lrpe", "permute_former", "shaw",
              "transformer_xl", "skew", "t5", "alibi")
@@ -89,6 +91,11 @@ class RotaConfig:
     denominator_eps: float = 1e-6
     chunk_size: int = 64
     decay: Optional[str] = None      # None | retnet | transnormer (linear.decay.schedule)
+    decay_learnable: bool = False    # linear.decay.learnable
+    gating: Optional[str] = None     # None | gla | ssd (linear.gating)
+    gla_rank: int = 16
+    gla_temperature: float = 16.0
+    update_rule: str = "additive"    # additive | delta
     output_gate: str = "no_gate"     # no_gate | swish_gate | sigmoid_gate
     # softmax attention
     softmax_scale: Optional[float] = None  # None: 1/√D
@@ -136,6 +143,18 @@ class RotaConfig:
                  "attention.linear.decay: defined for causal_lm models only")
             need(self.decay is None or self.position.kind != "permute_former",
                  "attention.linear.decay: permute_former brings its own per-head decay")
+            need(self.gating in GATINGS, f"attention.linear.gating: {self.gating!r}")
+            need(self.update_rule in UPDATE_RULES,
+                 f"attention.linear.update_rule: {self.update_rule!r}")
+            gated = self.gating is not None or self.update_rule == "delta"
+            need(not gated or self.kind == "causal_lm",
+                 "attention.linear.gating: defined for causal_lm models only")
+            need(not gated or (self.decay is None and self.position.kind != "permute_former"
+                               and self.normalization != "denominator"),
+                 "attention.linear.gating: not with a fixed decay, permute_former or the "
+                 "denominator")
+            need(not (self.gating == "gla" and self.update_rule == "delta"),
+                 "attention.linear.gating.gla: does not combine with the DELTA rule")
             need(self.output_gate in OUTPUT_GATES,
                  f"attention.linear.output_gate: {self.output_gate!r}")
             need(self.position.kind not in SOFTMAX_ONLY,
@@ -210,6 +229,15 @@ def config_from_model_message(m, vocab_size=0, num_classes=None):
         c.chunk_size = la.integer("chunk_size", 64)
         if la.has("decay"):
             c.decay = _enum(la.message("decay").scalar("schedule", "RETNET"))
+            c.decay_learnable = la.message("decay").boolean("learnable", False)
+        gating = la.message("gating")
+        if gating.has("gla"):
+            c.gating = "gla"
+            c.gla_rank = gating.message("gla").integer("rank", 16)
+            c.gla_temperature = gating.message("gla").number("temperature", 16.0)
+        elif gating.has("ssd"):
+            c.gating = "ssd"
+        c.update_rule = _enum(la.scalar("update_rule", "ADDITIVE"))
         c.output_gate = _enum(la.scalar("output_gate", "NO_GATE"))
     c.position = position_from_message(m.message("position"))
     classifier = m.message("classifier")

@@ -83,6 +83,73 @@ def state_decay_rates(schedule, heads, layer=0, layers=1):
     raise ValueError(f"decay schedule {schedule!r}")
 
 
+class StateGate(nn.Module):
+    """Rota's `StateGate` (framework/nn/attention/state_gate.cpp), same parameter names: GLA's
+    low-rank per-channel gates, Mamba-2's Δ·A decay, a learnable per-head decay, the delta
+    rule's β."""
+
+    def __init__(self, config, heads, feature_dim, learnable_rates=None):
+        super().__init__()
+        e = config.width
+        self.config, self.heads, self.feature_dim = config, heads, feature_dim
+        if config.gating == "gla":
+            self.gate_down = nn.Linear(e, config.gla_rank, bias=False)
+            self.gate_up = nn.Linear(config.gla_rank, heads * feature_dim)
+        elif config.gating == "ssd":
+            self.dt_proj = nn.Linear(e, heads, bias=False)
+            self.a_log = nn.Parameter(torch.log(torch.empty(heads).uniform_(1.0, 16.0)))
+            dt = torch.exp(math.log(1e-3) + torch.rand(heads) * math.log(100.0))
+            self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))
+        if learnable_rates is not None:
+            rates = torch.tensor(learnable_rates, dtype=torch.float64)
+            self.decay_log_rate = nn.Parameter(torch.log(-torch.log(rates)).float())
+        if config.update_rule == "delta":
+            self.beta_proj = nn.Linear(e, heads)
+
+    def delta_t(self, x):  # [B, N, E] → [B, H, N, 1]
+        dt = nn.functional.softplus(self.dt_proj(x) + self.dt_bias)
+        return dt.transpose(1, 2).unsqueeze(-1)
+
+    def log_gate(self, x):  # [B, N, E] → [B, H, N, F | 1] or None
+        b, n, _ = x.shape
+        if self.config.gating == "gla":
+            z = self.gate_up(self.gate_down(x))
+            g = nn.functional.logsigmoid(z) / self.config.gla_temperature
+            return g.reshape(b, n, self.heads, self.feature_dim).transpose(1, 2)
+        if self.config.gating == "ssd":
+            return -self.delta_t(x) * torch.exp(self.a_log).reshape(1, -1, 1, 1)
+        if hasattr(self, "decay_log_rate"):
+            return (-torch.exp(self.decay_log_rate)).reshape(1, -1, 1, 1).expand(b, -1, n, 1)
+        return None
+
+    def key_scale(self, x):  # Δ_t for the additive SSD, else None
+        if self.config.gating == "ssd" and self.config.update_rule == "additive":
+            return self.delta_t(x)
+        return None
+
+    def beta(self, x):  # [B, N, E] → [B, H, N]
+        return torch.sigmoid(self.beta_proj(x)).transpose(1, 2)
+
+
+def l2_normalize(x, eps=1e-6):
+    return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + eps)
+
+
+def gated_state_step(state, q, k, v, log_gate, beta):
+    """One token of S_t = a_t S_{t−1} + k_tᵀ v_t, or of the delta rule
+    S_t = a_t (S_{t−1} − β_t k_tᵀ (k_t S_{t−1})) + β_t k_tᵀ v_t; o_t = q_t S_t.
+    state [B, H, F, D]; q, k [B, H, F]; v [B, H, D]; log_gate [B, H, F | 1] or None;
+    beta [B, H] or None → (o [B, H, D], new state)."""
+    a = torch.exp(log_gate).unsqueeze(-1) if log_gate is not None else 1.0
+    write = k.unsqueeze(-1) @ v.unsqueeze(-2)  # kᵀv [B, H, F, D]
+    if beta is None:
+        state = a * state + write
+    else:
+        bt = beta.unsqueeze(-1).unsqueeze(-1)
+        state = a * (state - bt * (k.unsqueeze(-1) @ (k.unsqueeze(-2) @ state))) + bt * write
+    return (q.unsqueeze(-2) @ state).squeeze(-2), state
+
+
 def bidirectional_linear_attention(q, k, v, key_mask=None):
     """q, k: [B, H, N, F]; v: [B, H, N, Dv]; key_mask: [B, N] (1 real, 0 padding) → [B, H, N, Dv]."""
     if key_mask is not None:
@@ -114,6 +181,12 @@ class LinearAttention(nn.Module):
         if config.decay is not None and not causal:
             raise ValueError("LinearAttention: a decay is defined for causal attention only")
         self.decay_rates = state_decay_rates(config.decay, h, layer, config.layers)
+        self.state_gate = None
+        learnable = self.decay_rates if config.decay_learnable else None
+        if config.gating is not None or config.update_rule == "delta" or learnable is not None:
+            if not causal:
+                raise ValueError("LinearAttention: gating and the delta rule are causal only")
+            self.decay_rates = None  # a learnable decay runs as a gate
         position = config.position
         self.permute_former = None
         self.lrpe = None
@@ -131,6 +204,8 @@ class LinearAttention(nn.Module):
             if self.lrpe is not None and self.lrpe.makes_features_signed:
                 raise ValueError("LinearAttention: this positional encoding makes the features "
                                  "signed, so the denominator is ill-defined")
+        if config.gating is not None or config.update_rule == "delta" or learnable is not None:
+            self.state_gate = StateGate(config, h, self.feature_dim, learnable)
 
     @property
     def feature_dim(self):
@@ -188,6 +263,8 @@ class LinearAttention(nn.Module):
             g = decay.reshape(1, -1, 1, 1)
             q = q * g ** s.reshape(1, 1, n, 1)
             k = k * g ** (-s).reshape(1, 1, n, 1)
+        if self.state_gate is not None:
+            return self._finish(self._gated(x, q, k, v), x)
         denominator = self.config.normalization == "denominator"
         if denominator:
             v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
@@ -199,9 +276,32 @@ class LinearAttention(nn.Module):
             out = out[..., :-1] / out[..., -1:].clamp(min=self.config.denominator_eps)
         return self._finish(out, x)
 
+    def _gate_inputs(self, x, q, k):  # the gate, β and the (normalised / scaled) q, k
+        gate = self.state_gate
+        log_gate = gate.log_gate(x)
+        beta = None
+        if self.config.update_rule == "delta":
+            q, k, beta = l2_normalize(q), l2_normalize(k), gate.beta(x)
+        scale = gate.key_scale(x)
+        if scale is not None:
+            k = k * scale
+        return q, k, log_gate, beta
+
+    def _gated(self, x, q, k, v):  # token by token: [B, H, N, F|D] → [B, H, N, D]
+        q, k, log_gate, beta = self._gate_inputs(x, q, k)
+        b, h, n, f = q.shape
+        state = q.new_zeros(b, h, f, v.shape[-1])
+        outputs = []
+        for t in range(n):
+            o, state = gated_state_step(state, q[:, :, t], k[:, :, t], v[:, :, t],
+                                        log_gate[:, :, t] if log_gate is not None else None,
+                                        beta[:, :, t] if beta is not None else None)
+            outputs.append(o)
+        return torch.stack(outputs, dim=2) if outputs else v.new_zeros(b, h, 0, v.shape[-1])
+
     def initial_state(self, batch, dtype=torch.float32, device=None):
         """The recurrent state: S [B, H, F, D(+1 with the denominator)] and the position."""
-        extra = 1 if self.config.normalization == "denominator" else 0
+        extra = 1 if self.config.normalization == "denominator" and self.state_gate is None else 0
         return {"kv": torch.zeros(batch, self.heads, self.feature_dim, self.head_dim + extra,
                                   dtype=dtype, device=device), "position": 0}
 
@@ -213,6 +313,14 @@ class LinearAttention(nn.Module):
         q = self.features(self._split_heads(self.q_proj(xs)), position)  # [B, H, 1, F]
         k = self.features(self._split_heads(self.k_proj(xs)), position)
         v = self._split_heads(self.v_proj(xs))  # [B, H, 1, D]
+        if self.state_gate is not None:
+            q, k, log_gate, beta = self._gate_inputs(xs, q, k)
+            out, state["kv"] = gated_state_step(
+                state["kv"], q[:, :, 0], k[:, :, 0], v[:, :, 0],
+                log_gate[:, :, 0] if log_gate is not None else None,
+                beta[:, :, 0] if beta is not None else None)
+            state["position"] = position + 1
+            return self._finish(out.unsqueeze(2), xs).squeeze(1)
         if self.config.normalization == "denominator":
             v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
         decay = self._decay(x.dtype, x.device)
