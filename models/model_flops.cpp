@@ -13,7 +13,10 @@ double training_flops_per_token(const ModelOptions& o, int64_t sequence_length) 
   const double heads = static_cast<double>(o.heads);
   const double d = e / heads;
   const bool causal = o.kind == ModelKind::kCausalLm;
-  double forward = static_cast<double>(o.layers) * 2.0 * (4.0 * e * e + 2.0 * e * f);
+  // Per block: the four attention projections E×E and the FFN's two E×F matrices, or three for
+  // a gated FFN (W_gate, W_up, W_down).
+  const double ffn_matrices = nn::is_gated(o.activation) ? 3.0 : 2.0;
+  double forward = static_cast<double>(o.layers) * 2.0 * (4.0 * e * e + ffn_matrices * e * f);
   if (o.kind == ModelKind::kClassifier) {
     forward += 2.0 * e * static_cast<double>(o.num_classes) / static_cast<double>(sequence_length);
   } else {

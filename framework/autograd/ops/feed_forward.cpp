@@ -5,6 +5,7 @@
 #include "framework/autograd/function.h"
 #include "framework/autograd/precision.h"
 #include "framework/backend/fused/fused_activation.h"
+#include "framework/backend/fused/gated_activation.h"
 #include "framework/backend/primitives/convert.h"
 #include "framework/backend/primitives/matmul.h"
 #include "framework/backend/primitives/reduce.h"
@@ -88,6 +89,26 @@ Variable feed_forward(const Variable& x, const Variable& w1, const Variable& b1,
                        grads[1] = b::matmul_weight_gradient(dh, x_in.reshape({rows, e_in}));
                      return grads;
                    });
+}
+
+Variable gated_activation(const Variable& gu, b::UnaryOp act) {
+  const char* op = "gated_activation";
+  ROTA_CHECK(gu.dim() >= 1 && gu.size(-1) % 2 == 0 && gu.size(-1) > 0,
+             "{}: input {} must end in an even width 2H (gate then up)", op, shape_str(gu.shape()));
+  const int64_t hidden = gu.size(-1) / 2;
+  const int64_t rows = gu.numel() / gu.size(-1);
+  Shape out_shape = gu.shape();
+  out_shape.back() = hidden;
+  const Tensor gu2 = gu.data().reshape({rows, 2 * hidden});     // [R, 2H]
+  Tensor y = b::gated_activation(act, gu2).reshape(out_shape);  // [..., H]
+  const std::vector<Variable> inputs{gu};
+  if (!inspect_inputs(inputs).any) return Variable(std::move(y), false);
+  return record_op(
+      op, std::move(y), inputs, [act, gu2, rows, hidden, shape = gu.shape()](const Tensor& grad) {
+        // grad [..., H] → dgu [R, 2H] → [..., 2H]
+        const Tensor dy = grad.reshape({rows, hidden});
+        return std::vector<Tensor>{b::gated_activation_backward(act, gu2, dy).reshape(shape)};
+      });
 }
 
 }  // namespace rota

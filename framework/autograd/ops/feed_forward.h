@@ -16,4 +16,11 @@ namespace rota {
 Variable feed_forward(const Variable& x, const Variable& w1, const Variable& b1, const Variable& w2,
                       const Variable& b2, backend::UnaryOp act);
 
+/// The gated activation of a SwiGLU / GeGLU block: gu = [gate | up] [..., 2H] (the one product
+/// x·[W_gate; W_up]ᵀ) → act(gate) ⊙ up [..., H]. act: kSilu (SwiGLU) or kGeluErf (GeGLU), or any
+/// activation backend::derivative_needs_only_input accepts. f32 or f64; forward and backward are
+/// one fused pass each (backend/fused/gated_activation.h), the same values as the composed ops
+/// act(narrow(gu)) * narrow(gu). Saves gu.
+Variable gated_activation(const Variable& gu, backend::UnaryOp act);
+
 }  // namespace rota

@@ -36,6 +36,7 @@ struct LinearAttentionOptions {
   WeightInit projection_init;  // q, k and v (default: PyTorch's)
   WeightInit output_init;      // out_proj, which writes into the residual stream
   DType dtype = DType::kF32;
+  bool bias = true;  // biases of q/k/v/out_proj and the β of the LayerNorm output norm
 };
 
 /// Carried state for token-by-token generation: S = Σ k̃ᵀ [v, 1] per head and the position of
@@ -45,8 +46,8 @@ struct LinearAttentionState {
   int64_t position = 0;  // s of the next token
 };
 
-/// Children: `q_proj`, `k_proj`, `v_proj`, `out_proj` (Linear with bias), `norm` (LayerNorm /
-/// RMSNorm over E, absent with the denominator), `lrpe` (LRPE and RoPE) or `permute_former`.
+/// Children: `q_proj`, `k_proj`, `v_proj`, `out_proj` (Linear, bias by options), `norm` (LayerNorm
+/// / RMSNorm over E, absent with the denominator), `lrpe` (LRPE and RoPE) or `permute_former`.
 class LinearAttention : public Module {
  public:
   LinearAttention(const LinearAttentionOptions& options, Generator& gen);
