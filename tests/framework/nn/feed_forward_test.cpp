@@ -14,6 +14,7 @@
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/fused_vs_composed.h"
 
 namespace rota::nn {
 namespace {
@@ -65,6 +66,29 @@ TEST(FeedForward, GatedBuildsGateUpDownAndComputesSiluOrGeluGate) {
       EXPECT_TRUE(allclose(ffn.forward(x).data(), want_y.data(), 1e-12, 1e-12));
     }
   }
+}
+
+// Under bf16 matmul precision the gated FFN multiplies bf16-rounded operands: its output stays
+// within bf16 rounding of the f32 one, and every parameter gets a gradient.
+TEST(FeedForward, GatedUnderBf16StaysWithinRoundingOfF32) {
+  Generator gen(6);
+  FeedForwardOptions o = options(Activation::kSwiglu, true);
+  o.dim = 32;
+  o.hidden_dim = 48;
+  o.dtype = DType::kF32;
+  FeedForward ffn(o, gen, nullptr);
+  const Tensor x = randn({4, 32}, gen);
+  const Tensor want = ffn.forward(Variable(x)).data();
+  rota::testing::for_each_bf16_matmul_path([&](const std::string& label) {
+    ffn.zero_grad();
+    const Variable y = ffn.forward(Variable(x));
+    // Two products of width 32 and 48 on bf16 operands (relative rounding 2^-9 each).
+    EXPECT_TRUE(allclose(y.data(), want, 3e-2, 3e-2)) << label;
+    sum(y).backward();
+    for (const auto& [name, p] : ffn.named_parameters()) {
+      EXPECT_TRUE(p.grad().defined()) << label << name;
+    }
+  });
 }
 
 TEST(FeedForward, WithoutBiasesKeepsOnlyWeightsAndMatchesTheLayers) {
