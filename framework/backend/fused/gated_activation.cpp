@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "framework/backend/cpu/parallel.h"
+#include "framework/backend/primitives/convert.h"
 #include "framework/backend/primitives/indexing.h"
 
 namespace rota::backend {
@@ -54,6 +55,29 @@ Tensor gated_activation(UnaryOp act, const Tensor& gu_in) {
       float* out = dst + r * hidden;
 #pragma omp simd
       for (int64_t j = 0; j < hidden; ++j) out[j] = buffer[j] * up[j];
+    }
+  });
+  return y;
+}
+
+Tensor gated_activation_to_bf16(UnaryOp act, const Tensor& gu_in) {
+  const int64_t hidden = check_shapes("gated_activation_to_bf16", act, gu_in, nullptr);
+  ROTA_CHECK(gu_in.dtype() == DType::kF32, "gated_activation_to_bf16: gu is {}, expected f32",
+             dtype_name(gu_in.dtype()));
+  const int64_t rows = gu_in.size(0);
+  const Tensor gu = gu_in.contiguous();
+  Tensor y = Tensor::empty({rows, hidden}, DType::kBF16);
+  const float* src = gu.data<float>();
+  BF16* dst = y.data<BF16>();
+  parallel_for(rows, hidden * 16, [&](int64_t r0, int64_t r1) {
+    std::vector<float> buffer(hidden);  // act(gate) ⊙ up of one row, then rounded
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* gate = src + r * 2 * hidden;
+      const float* up = gate + hidden;
+      unary_array(act, gate, buffer.data(), hidden);
+#pragma omp simd
+      for (int64_t j = 0; j < hidden; ++j) buffer[j] *= up[j];
+      float_to_bf16_array(buffer.data(), dst + r * hidden, hidden);
     }
   });
   return y;

@@ -13,6 +13,10 @@ namespace rota::backend {
 /// gelu: GeGLU).
 Tensor gated_activation(UnaryOp act, const Tensor& gu);
 
+/// gated_activation(act, gu) rounded to bf16, [R, H] bf16, in one pass (the f32 product is never
+/// stored): bit for bit to_bf16(gated_activation(act, gu)). gu f32 [R, 2H].
+Tensor gated_activation_to_bf16(UnaryOp act, const Tensor& gu);
+
 /// The gradient of gated_activation: gu [R, 2H], dy [R, H] → dgu [R, 2H] with
 ///   dgate[r, j] = dy[r, j] · up[r, j] · act'(gate[r, j]),  dup[r, j] = dy[r, j] · act(gate[r, j]).
 /// Same dtype rules as gated_activation.

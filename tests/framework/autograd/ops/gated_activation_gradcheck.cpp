@@ -46,5 +46,25 @@ TEST(GatedActivationGradcheck, GatedFeedForwardWithAndWithoutBiases) {
   }
 }
 
+TEST(GatedActivationGradcheck, GatedFeedForwardOpWithAndWithoutBiases) {
+  for (bool bias : {true, false}) {
+    Generator gen(29);
+    std::vector<Tensor> inputs = {
+        randn({2, 3, 4}, gen, 0, 1, DType::kF64), randn({5, 4}, gen, 0, 1, DType::kF64),
+        randn({5, 4}, gen, 0, 1, DType::kF64), randn({3, 5}, gen, 0, 1, DType::kF64)};
+    if (bias) {
+      for (int64_t n : {5, 5, 3}) inputs.push_back(randn({n}, gen, 0, 1, DType::kF64));
+    }
+    EXPECT_TRUE(testing::gradcheck(
+        [&](const std::vector<Variable>& in) {
+          return gated_feed_forward(in[0], in[1], bias ? in[4] : Variable(), in[2],
+                                    bias ? in[5] : Variable(), in[3], bias ? in[6] : Variable(),
+                                    backend::UnaryOp::kGeluErf);
+        },
+        inputs))
+        << "bias " << bias;
+  }
+}
+
 }  // namespace
 }  // namespace rota

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "framework/backend/primitives/convert.h"
 #include "framework/backend/primitives/indexing.h"
 #include "framework/base/error.h"
 #include "framework/tensor/random.h"
@@ -79,6 +80,18 @@ TEST(GatedActivation, FusedF32PassIsBitForBitTheComposedOps) {
                 backend::concat({dgate, dup}, 1).to_double_vector())
           << backend::unary_op_name(act) << " rows " << rows;
     }
+  }
+}
+
+TEST(GatedActivation, ToBf16IsBitForBitTheRoundedF32Pass) {
+  Generator gen(10);
+  for (UnaryOp act : {UnaryOp::kSilu, UnaryOp::kGeluErf}) {
+    const Tensor gu = randn({33, 2 * 70}, gen, 0, 3);
+    const Tensor fused = backend::gated_activation_to_bf16(act, gu);
+    ASSERT_EQ(fused.dtype(), DType::kBF16);
+    EXPECT_EQ(fused.to_double_vector(),
+              backend::to_bf16(backend::gated_activation(act, gu)).to_double_vector())
+        << backend::unary_op_name(act);
   }
 }
 
