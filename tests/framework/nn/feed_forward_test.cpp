@@ -91,6 +91,33 @@ TEST(FeedForward, GatedUnderBf16StaysWithinRoundingOfF32) {
   });
 }
 
+// With active dropout the gated FFN takes the composed path (one [gate | up] product, the gated
+// activation, dropout, down_proj): zeroed hidden units change the output, and with the same
+// dropout stream it is reproducible; in eval mode it is the fused op's output again.
+TEST(FeedForward, GatedWithActiveDropoutUsesTheDropoutStream) {
+  for (bool bias : {true, false}) {
+    Generator gen(8);
+    FeedForwardOptions o = options(Activation::kSwiglu, bias);
+    o.dropout = 0.5;
+    FeedForward a(o, gen, std::make_shared<Generator>(3));
+    Generator gen_b(8);
+    FeedForward b(o, gen_b, std::make_shared<Generator>(3));
+    const Tensor x = randn({5, 6}, gen, 0, 1, DType::kF64);
+    a.eval();
+    const Tensor eval_y = a.forward(Variable(x)).data();
+    a.train();
+    b.train();
+    const Variable ya = a.forward(Variable(x));
+    const Tensor yb = b.forward(Variable(x)).data();
+    EXPECT_EQ(ya.data().to_double_vector(), yb.to_double_vector()) << "bias " << bias;
+    EXPECT_FALSE(allclose(ya.data(), eval_y, 1e-6, 1e-6)) << "bias " << bias;
+    sum(ya).backward();
+    for (const auto& [name, p] : a.named_parameters()) {
+      EXPECT_TRUE(p.grad().defined()) << name;
+    }
+  }
+}
+
 TEST(FeedForward, WithoutBiasesKeepsOnlyWeightsAndMatchesTheLayers) {
   for (Activation act : {Activation::kGelu, Activation::kRelu}) {
     Generator gen(4);
