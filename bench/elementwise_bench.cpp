@@ -14,6 +14,10 @@
 // kernels return fresh tensors, so each call also pays for allocating (and page-faulting) its
 // output; the *_fresh_dst memcpy variants pay the same, which separates allocator cost from kernel
 // cost.
+//   gated (SwiGLU): gu [8192, 2·1024] f32 -> y [8192, 1024]: the fused pass (gated_activation)
+//   against the composed one (silu of the gate view, then the product with the up view); the
+//   backward reads gu and dy and writes dgu (fused) against the composed unary_backward, two
+//   products and a concat.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -22,8 +26,10 @@
 
 #include "framework/backend/cpu/parallel.h"
 #include "framework/backend/cpu/vector_math.h"
+#include "framework/backend/fused/gated_activation.h"
 #include "framework/backend/primitives/cross_entropy.h"
 #include "framework/backend/primitives/elementwise.h"
+#include "framework/backend/primitives/indexing.h"
 #include "framework/backend/primitives/norm.h"
 #include "framework/tensor/random.h"
 
@@ -118,6 +124,48 @@ void BM_unary_backward(benchmark::State& state, backend::UnaryOp op) {
   }
   set_bytes_moved(state, 4 * kElements * 4);
   state.SetItemsProcessed(state.iterations() * kElements);
+}
+
+// SwiGLU's gated activation on gu = [gate | up] [kRows, 2·kDim]; range(0) = 1: the fused
+// kernel, 0: the composed elementwise ops.
+void BM_gated_activation(benchmark::State& state) {
+  Generator gen(12);
+  const Tensor gu = rand({kRows, 2 * kDim}, gen, -3.0, 3.0);
+  const bool fused = state.range(0) == 1;
+  for (auto _ : state) {
+    Tensor y;
+    if (fused) {
+      y = backend::gated_activation(backend::UnaryOp::kSilu, gu);
+    } else {
+      y = backend::mul(backend::unary(backend::UnaryOp::kSilu, gu.narrow(1, 0, kDim)),
+                       gu.narrow(1, kDim, kDim));
+    }
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  set_bytes_moved(state, 3 * kRows * kDim * 4);
+  state.SetItemsProcessed(state.iterations() * kRows * kDim);
+}
+
+void BM_gated_activation_backward(benchmark::State& state) {
+  Generator gen(13);
+  const Tensor gu = rand({kRows, 2 * kDim}, gen, -3.0, 3.0);
+  const Tensor dy = randn({kRows, kDim}, gen);
+  const bool fused = state.range(0) == 1;
+  for (auto _ : state) {
+    Tensor dgu;
+    if (fused) {
+      dgu = backend::gated_activation_backward(backend::UnaryOp::kSilu, gu, dy);
+    } else {
+      const Tensor gate = gu.narrow(1, 0, kDim), up = gu.narrow(1, kDim, kDim);
+      const Tensor dgate =
+          backend::unary_backward(backend::UnaryOp::kSilu, gate, gate, backend::mul(dy, up));
+      const Tensor dup = backend::mul(dy, backend::unary(backend::UnaryOp::kSilu, gate));
+      dgu = backend::concat({dgate, dup}, 1);
+    }
+    benchmark::DoNotOptimize(dgu.raw_data());
+  }
+  set_bytes_moved(state, 5 * kRows * kDim * 4);  // reads gu (2) and dy (1), writes dgu (2)
+  state.SetItemsProcessed(state.iterations() * kRows * kDim);
 }
 
 void BM_layer_norm_forward(benchmark::State& state) {
@@ -305,6 +353,12 @@ BENCHMARK_CAPTURE(BM_libm, exp, libm_exp);
 BENCHMARK_CAPTURE(BM_libm, erf, libm_erf);
 BENCHMARK_CAPTURE(BM_libm, tanh, libm_tanh);
 BENCHMARK_CAPTURE(BM_libm, gelu_erf, libm_gelu_erf);
+BENCHMARK(BM_gated_activation)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_gated_activation_backward)
+    ->Arg(1)
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_layer_norm_forward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_layer_norm_backward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_cross_entropy_forward)->Unit(benchmark::kMillisecond)->UseRealTime();

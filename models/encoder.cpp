@@ -63,8 +63,8 @@ Encoder::Encoder(const ModelOptions& o, bool causal, Generator& init_gen,
         std::make_shared<TransformerBlock>(block_options, causal, init_gen, dropout_gen, shared));
   }
   if (o.final_norm && o.norm_placement == NormPlacement::kPre) {
-    final_norm_ = register_module("final_norm", std::make_shared<nn::LayerNorm>(nn::NormOptions{
-                                                    o.dim, o.norm_eps, true, o.dtype}));
+    final_norm_ = register_module(
+        "final_norm", nn::make_norm(o.norm_kind, {o.dim, o.norm_eps, true, o.dtype, o.bias}));
   }
 }
 

@@ -50,7 +50,7 @@ class Encoder : public nn::Module {
   std::shared_ptr<nn::LearnedPositionEmbedding> learned_;
   std::shared_ptr<nn::Dropout> dropout_;
   std::shared_ptr<nn::ModuleList<TransformerBlock>> blocks_;
-  std::shared_ptr<nn::LayerNorm> final_norm_;
+  std::shared_ptr<nn::Norm> final_norm_;
 };
 
 }  // namespace rota::models

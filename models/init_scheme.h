@@ -13,7 +13,7 @@ enum class InitScheme {
   /// Every projection, embedding and head N(0, σ²) (BERT; GPT-2 without its residual scaling).
   kNormal,
   /// kNormal, but the projections that write into the residual stream (attention out_proj and
-  /// the feed-forward fc2) N(0, (σ/√(2L))²) (GPT-2, Radford et al. 2019).
+  /// the feed-forward fc2 or down_proj) N(0, (σ/√(2L))²) (GPT-2, Radford et al. 2019).
   kGpt2,
   /// Every projection and head N(0, 1/fan_in); embeddings N(0, 1/E).
   kWidthScaled,
@@ -31,8 +31,8 @@ enum class InitScheme {
 struct ParameterInits {
   nn::WeightInit attention_input;   // q, k, v projections
   nn::WeightInit attention_output;  // out_proj
-  nn::WeightInit ffn_first;         // fc1
-  nn::WeightInit ffn_second;        // fc2
+  nn::WeightInit ffn_first;         // fc1, or a gated FFN's gate_proj and up_proj
+  nn::WeightInit ffn_second;        // fc2, or a gated FFN's down_proj
   nn::WeightInit lm_head;           // untied LM output projection (no bias)
   nn::WeightInit classifier_head;   // classifier output layer
   double embedding_std = 0.02;      // token embeddings and learned absolute positions

@@ -73,15 +73,18 @@ double floats_per_token_layer(const ModelOptions& o, int64_t sequence_length, bo
   const auto* lrpe = std::get_if<nn::LrpeOptions>(&o.position);
   const double features =
       lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary ? 2.0 * e : e;
+  // A gated FFN (SwiGLU, GeGLU) keeps [gate | up] (2F) where the plain one keeps its
+  // pre-activation (F): one F more.
+  const double gated = nn::is_gated(o.activation) ? f : 0.0;
   double per_token = 0;
   if (training) {
     // Saved tensors: two norm outputs, q/k/v, the q/k features (and their φ inputs), the
     // attention output, its norm and projection, residuals, the FFN hidden and activation.
-    per_token = 12.0 * e + 4.0 * features + 3.0 * f;
+    per_token = 12.0 * e + 4.0 * features + 3.0 * f + gated;
     // An output gate keeps its pre-activation and the gated product.
     if (!is_softmax(o) && o.attention.output_gate != nn::OutputGate::kNone) per_token += 2.0 * e;
   } else {
-    per_token = 6.0 * e + 2.0 * features + 2.0 * f;  // the widest layer's live tensors
+    per_token = 6.0 * e + 2.0 * features + 2.0 * f + gated;  // the widest layer's live tensors
   }
   if (is_softmax(o)) {
     // Scores and probabilities, [H, N] per query (saved for backward, or live in inference).
@@ -100,15 +103,22 @@ double parameter_count(const ModelOptions& o) {
   if (const auto* learned = std::get_if<nn::LearnedPosition>(&o.position)) {
     count += static_cast<double>(learned->max_positions) * e;
   }
-  double block = 4.0 * e;          // ln1, ln2
-  block += 4.0 * (e * e + e);      // q, k, v, out projections
-  block += e * f + f + f * e + e;  // FFN
+  const double bias = o.bias ? 1.0 : 0.0;
+  // A block norm: γ, plus β for a LayerNorm with biases.
+  const double norm = o.norm_kind == nn::NormKind::kLayerNorm ? (1.0 + bias) * e : e;
+  double block = 2.0 * norm;          // ln1, ln2
+  block += 4.0 * (e * e + bias * e);  // q, k, v, out projections
+  if (nn::is_gated(o.activation)) {
+    block += 3.0 * e * f + bias * (2.0 * f + e);  // gate_proj, up_proj, down_proj
+  } else {
+    block += 2.0 * e * f + bias * (f + e);  // fc1, fc2
+  }
   block += position_parameters(o);
   if (!is_softmax(o)) {
-    if (o.attention.norm == nn::LinearAttentionNorm::kLayerNorm) block += 2.0 * e;
+    if (o.attention.norm == nn::LinearAttentionNorm::kLayerNorm) block += (1.0 + bias) * e;
     if (o.attention.norm == nn::LinearAttentionNorm::kRmsNorm) block += e;
-    if (o.attention.norm == nn::LinearAttentionNorm::kGroupNorm) block += 2.0 * e;
-    if (o.attention.output_gate != nn::OutputGate::kNone) block += e * e + e;  // gate_proj
+    if (o.attention.norm == nn::LinearAttentionNorm::kGroupNorm) block += (1.0 + bias) * e;
+    if (o.attention.output_gate != nn::OutputGate::kNone) block += e * e + bias * e;  // gate_proj
     block += state_gate_parameters(o);
   }
   count += static_cast<double>(o.layers) * block;
@@ -117,7 +127,7 @@ double parameter_count(const ModelOptions& o) {
       count += static_cast<double>(t5->buckets) * static_cast<double>(o.heads);
     }
   }
-  if (o.final_norm && o.norm_placement == NormPlacement::kPre) count += 2.0 * e;
+  if (o.final_norm && o.norm_placement == NormPlacement::kPre) count += norm;
   switch (o.kind) {
     case ModelKind::kCausalLm:
       if (!o.tie_embeddings) count += v * e;

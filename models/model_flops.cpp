@@ -13,10 +13,14 @@ double training_flops_per_token(const ModelOptions& o, int64_t sequence_length) 
   const double heads = static_cast<double>(o.heads);
   const double d = e / heads;
   const bool causal = o.kind == ModelKind::kCausalLm;
-  const bool gated = o.attention_family == AttentionFamily::kLinear &&
-                     o.attention.output_gate != nn::OutputGate::kNone;
-  const double projections = gated ? 5.0 : 4.0;  // q, k, v, out (+ the output gate's)
-  double forward = static_cast<double>(o.layers) * 2.0 * (projections * e * e + 2.0 * e * f);
+  // Per block: the four attention projections E×E (five with an output gate) and the FFN's two
+  // E×F matrices, or three for a gated FFN (W_gate, W_up, W_down).
+  const bool output_gate = o.attention_family == AttentionFamily::kLinear &&
+                           o.attention.output_gate != nn::OutputGate::kNone;
+  const double projections = output_gate ? 5.0 : 4.0;
+  const double ffn_matrices = nn::is_gated(o.activation) ? 3.0 : 2.0;
+  double forward =
+      static_cast<double>(o.layers) * 2.0 * (projections * e * e + ffn_matrices * e * f);
   if (o.kind == ModelKind::kClassifier) {
     forward += 2.0 * e * static_cast<double>(o.num_classes) / static_cast<double>(sequence_length);
   } else {

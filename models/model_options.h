@@ -6,6 +6,7 @@
 
 #include "framework/nn/attention/linear_attention.h"
 #include "framework/nn/feed_forward.h"
+#include "framework/nn/norm.h"
 #include "framework/nn/position/position_encoding.h"
 #include "models/init_scheme.h"
 
@@ -33,11 +34,15 @@ struct ModelOptions {
   int64_t dim = 128;
   int64_t layers = 2;
   int64_t heads = 4;
-  int64_t ffn_dim = 512;
-  nn::Activation activation = nn::Activation::kGelu;
+  int64_t ffn_dim = 512;  // FFN hidden width F (gated activations: of W_gate and W_up)
+  nn::Activation activation = nn::Activation::kGelu;  // kSwiglu / kGeglu: a gated FFN
   NormPlacement norm_placement = NormPlacement::kPre;
-  double norm_eps = 1e-5;                        // epsilon of every LayerNorm of the model
-  bool final_norm = true;                        // LayerNorm after the last block (pre-norm models)
+  nn::NormKind norm_kind = nn::NormKind::kLayerNorm;  // the blocks' norms and the final norm
+  /// Biases of the blocks' projections (attention q/k/v/out, FFN) and LayerNorms' β (block,
+  /// final and linear attention's output norm); the heads keep theirs.
+  bool bias = true;
+  double norm_eps = 1e-5;                        // epsilon of every norm of the model
+  bool final_norm = true;                        // a norm after the last block (pre-norm models)
   double dropout = 0.0;                          // on embeddings and residual branches
   bool scale_embeddings = false;                 // multiply token embeddings by √E (fairseq LMs)
   bool tie_embeddings = true;                    // output projection shares the token embedding

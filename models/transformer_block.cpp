@@ -38,6 +38,7 @@ nn::SoftmaxAttentionOptions softmax_attention_options(const ModelOptions& o, boo
   a.projection_init = inits.attention_input;
   a.output_init = inits.attention_output;
   a.dtype = o.dtype;
+  a.bias = o.bias;
   return a;
 }
 
@@ -45,8 +46,8 @@ TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator
                                    std::shared_ptr<Generator> dropout_gen,
                                    const SharedAttentionEncoding& shared)
     : placement_(o.norm_placement), softmax_options_(o.softmax) {
-  ln1_ = register_module(
-      "ln1", std::make_shared<nn::LayerNorm>(nn::NormOptions{o.dim, o.norm_eps, true, o.dtype}));
+  const nn::NormOptions norm{o.dim, o.norm_eps, true, o.dtype, o.bias};
+  ln1_ = register_module("ln1", nn::make_norm(o.norm_kind, norm));
   if (o.attention_family == AttentionFamily::kLinear) {
     nn::LinearAttentionOptions a = o.attention;
     a.position = o.position;
@@ -57,6 +58,7 @@ TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator
     a.projection_init = inits.attention_input;
     a.output_init = inits.attention_output;
     a.dtype = o.dtype;
+    a.bias = o.bias;
     linear_attn_ = register_module("attn", std::make_shared<nn::LinearAttention>(a, init_gen));
   } else {
     ROTA_CHECK(o.heads > 0 && o.dim > 0 && o.dim % o.heads == 0,
@@ -74,8 +76,7 @@ TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator
     softmax_attn_ =
         register_module("attn", std::make_shared<nn::SoftmaxAttention>(a, init_gen, dropout_gen));
   }
-  ln2_ = register_module(
-      "ln2", std::make_shared<nn::LayerNorm>(nn::NormOptions{o.dim, o.norm_eps, true, o.dtype}));
+  ln2_ = register_module("ln2", nn::make_norm(o.norm_kind, norm));
   nn::FeedForwardOptions f;
   f.dim = o.dim;
   f.hidden_dim = o.ffn_dim;
@@ -85,6 +86,7 @@ TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator
   f.first_init = inits.ffn_first;
   f.second_init = inits.ffn_second;
   f.dtype = o.dtype;
+  f.bias = o.bias;
   ffn_ = register_module("ffn", std::make_shared<nn::FeedForward>(f, init_gen, dropout_gen));
   dropout_ = register_module("dropout", std::make_shared<nn::Dropout>(o.dropout, dropout_gen));
 }

@@ -1,4 +1,4 @@
-// One transformer block: attention and feed-forward sub-layers with residuals and LayerNorm.
+// One transformer block: attention and feed-forward sub-layers with residuals and norms.
 #pragma once
 
 #include <memory>
@@ -27,7 +27,8 @@ nn::SoftmaxAttentionOptions softmax_attention_options(const ModelOptions& o, boo
 /// pre-norm:  h = x + drop(attn(ln1(x)));  y = h + drop(ffn(ln2(h)))
 /// post-norm: h = ln1(x + drop(attn(x)));  y = ln2(h + drop(ffn(h)))
 /// Children: `ln1`, `attn` (nn::LinearAttention or nn::SoftmaxAttention, by
-/// options.attention_family), `ln2`, `ffn`.
+/// options.attention_family), `ln2`, `ffn`. The norms are LayerNorm or RMSNorm (norm_kind);
+/// options.bias = false drops every bias of the projections and the LayerNorms' β.
 class TransformerBlock : public nn::Module {
  public:
   /// shared: for softmax models, an encoding used instead of building options.position for this
@@ -55,7 +56,7 @@ class TransformerBlock : public nn::Module {
 
   NormPlacement placement_;
   SoftmaxModelOptions softmax_options_;
-  std::shared_ptr<nn::LayerNorm> ln1_, ln2_;
+  std::shared_ptr<nn::Norm> ln1_, ln2_;  // LayerNorm or RMSNorm (ModelOptions::norm_kind)
   std::shared_ptr<nn::LinearAttention> linear_attn_;
   std::shared_ptr<nn::SoftmaxAttention> softmax_attn_;
   std::shared_ptr<nn::RelativeAttentionEncoding> shared_encoding_;

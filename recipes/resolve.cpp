@@ -78,7 +78,7 @@ void fill_derived(const Recipe& recipe, pb::Message& message) {
   if (type == "rota.recipes.Model") {
     auto& m = static_cast<Model&>(message);
     if (!m.has_ffn_width() && m.width() >= 1 && m.width() <= std::numeric_limits<int>::max() / 4) {
-      m.set_ffn_width(4 * m.width());
+      m.set_ffn_width(default_ffn_width(m));
     }
   } else if (type == "rota.recipes.Attention") {
     auto& attention = static_cast<Attention&>(message);
@@ -148,6 +148,12 @@ void resolve_message(const Recipe& recipe, pb::Message& message) {
 
 void resolve_recipe(Recipe& recipe) {
   resolve_message(recipe, recipe);
+}
+
+int default_ffn_width(const Model& model) {
+  const bool gated =
+      model.ffn_activation() == Model::SWIGLU || model.ffn_activation() == Model::GEGLU;
+  return gated ? (model.width() + 2) / 3 * 8 : 4 * model.width();
 }
 
 }  // namespace rota::recipes

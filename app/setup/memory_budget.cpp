@@ -11,6 +11,7 @@
 
 #include "framework/io/log.h"
 #include "recipes/recipe_error.h"
+#include "recipes/resolve.h"
 
 namespace rota::app {
 
@@ -118,7 +119,7 @@ void check_memory_budget(const models::MemoryEstimate& estimate, const MemoryBud
       "model.width ({}), model.ffn_width ({}){} smaller{}",
       purpose, format_bytes(estimate.total()), parts, format_bytes(limit),
       explicit_limit ? "allowed by --max-memory" : "this machine has available", m.layers(),
-      m.width(), m.has_ffn_width() ? m.ffn_width() : 4 * m.width(),
+      m.width(), m.has_ffn_width() ? m.ffn_width() : recipes::default_ffn_width(m),
       batch > 0 ? " or data.batch_size × data.sequence_length (rota eval: --context)" : "",
       explicit_limit ? ", or raise --max-memory" : ""));
 }

@@ -3,6 +3,8 @@
 
 #include <optional>
 
+#include "recipes/resolve.h"
+
 namespace rota::app {
 
 namespace {
@@ -17,6 +19,10 @@ nn::Activation activation_of(recipes::Model::Activation a) {
       return nn::Activation::kGeluTanh;
     case recipes::Model::SILU:
       return nn::Activation::kSilu;
+    case recipes::Model::SWIGLU:
+      return nn::Activation::kSwiglu;
+    case recipes::Model::GEGLU:
+      return nn::Activation::kGeglu;
   }
   return nn::Activation::kGelu;
 }
@@ -248,8 +254,11 @@ models::ModelOptions model_options_from_recipe(const recipes::Recipe& recipe, in
   o.dim = m.width();
   o.layers = m.layers();
   o.heads = m.heads();
-  o.ffn_dim = m.has_ffn_width() ? m.ffn_width() : 4 * m.width();
   o.activation = activation_of(m.ffn_activation());
+  o.ffn_dim = m.has_ffn_width() ? m.ffn_width() : recipes::default_ffn_width(m);
+  o.norm_kind =
+      m.norm_kind() == recipes::Model::RMS_NORM ? nn::NormKind::kRmsNorm : nn::NormKind::kLayerNorm;
+  o.bias = m.bias();
   o.norm_placement = m.norm_placement() == recipes::Model::POST_NORM ? models::NormPlacement::kPost
                                                                      : models::NormPlacement::kPre;
   o.final_norm = m.final_norm();

@@ -178,6 +178,9 @@ class PeerConfig:
         _require(activation in ("GELU", "GELU_TANH", "RELU", "SILU"),
                  f"model.ffn_activation {activation}")
         placement = m.str("norm_placement", "PRE_NORM")
+        _require(m.str("norm_kind", "LAYER_NORM") == "LAYER_NORM",
+                 f"model.norm_kind {m.str('norm_kind', 'LAYER_NORM')}")
+        _require(m.str("bias", "true") == "true", "model.bias false (the peer has biases)")
         dropout = m.float("dropout", 0.1)
         _require(dropout == 0.0, f"model.dropout {dropout} (the peer needs dropout 0)")
         attention = m.msg("attention")

@@ -12,7 +12,7 @@ GroupNorm::GroupNorm(const GroupNormOptions& options) : options_(options) {
              "GroupNorm: dim {} must be a positive multiple of groups {}", options.dim,
              options.groups);
   weight_ = register_parameter("weight", ones({options.dim}, options.dtype));
-  bias_ = register_parameter("bias", zeros({options.dim}, options.dtype));
+  if (options.bias) bias_ = register_parameter("bias", zeros({options.dim}, options.dtype));
 }
 
 Variable GroupNorm::forward(const Variable& x) const {
@@ -22,7 +22,8 @@ Variable GroupNorm::forward(const Variable& x) const {
   grouped.back() = options_.groups;
   grouped.push_back(options_.dim / options_.groups);
   const Variable normalised = layer_norm(reshape(x, grouped), Variable(), Variable(), options_.eps);
-  return reshape(normalised, x.shape()) * weight_ + bias_;
+  const Variable scaled = reshape(normalised, x.shape()) * weight_;
+  return bias_.defined() ? scaled + bias_ : scaled;
 }
 
 }  // namespace rota::nn

@@ -16,7 +16,7 @@ LayerNorm::LayerNorm(const NormOptions& options) : options_(options) {
   ROTA_CHECK(options.dim > 0, "LayerNorm: dim must be positive, got {}", options.dim);
   if (options.affine) {
     weight_ = register_parameter("weight", ones({options.dim}, options.dtype));
-    bias_ = register_parameter("bias", zeros({options.dim}, options.dtype));
+    if (options.bias) bias_ = register_parameter("bias", zeros({options.dim}, options.dtype));
   }
 }
 
@@ -33,6 +33,11 @@ RMSNorm::RMSNorm(const NormOptions& options) : options_(options) {
 Variable RMSNorm::forward(const Variable& x) const {
   check_input("RMSNorm", x, options_.dim);
   return rms_norm(x, weight_, options_.eps);
+}
+
+std::shared_ptr<Norm> make_norm(NormKind kind, const NormOptions& options) {
+  if (kind == NormKind::kRmsNorm) return std::make_shared<RMSNorm>(options);
+  return std::make_shared<LayerNorm>(options);
 }
 
 }  // namespace rota::nn

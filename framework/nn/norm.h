@@ -1,6 +1,8 @@
 // Normalisation layers over the last dim: LayerNorm and RMSNorm.
 #pragma once
 
+#include <memory>
+
 #include "framework/nn/module.h"
 
 namespace rota::nn {
@@ -10,15 +12,26 @@ struct NormOptions {
   double eps = 1e-5;
   bool affine = true;  // learnable weight (ones) and, for LayerNorm, bias (zeros)
   DType dtype = DType::kF32;
+  bool bias = true;  // LayerNorm with affine: the bias β (false: weight only). RMSNorm has none.
+};
+
+/// The two kinds of norm a model's blocks can use.
+enum class NormKind { kLayerNorm, kRmsNorm };
+
+/// A normalisation over the last dim (LayerNorm or RMSNorm), for models choosing by NormKind.
+class Norm : public Module {
+ public:
+  std::optional<ParameterRole> parameter_role() const override { return ParameterRole::kNorm; }
+  /// x: [..., dim] → [..., dim].
+  virtual Variable forward(const Variable& x) const = 0;
 };
 
 /// y = (x − mean) / sqrt(var + eps) · weight + bias over the last dim.
-/// Parameters: `weight` [dim], `bias` [dim].
-class LayerNorm : public Module {
+/// Parameters: `weight` [dim], `bias` [dim] (unless options.bias is false).
+class LayerNorm : public Norm {
  public:
-  std::optional<ParameterRole> parameter_role() const override { return ParameterRole::kNorm; }
   explicit LayerNorm(const NormOptions& options);
-  Variable forward(const Variable& x) const;
+  Variable forward(const Variable& x) const override;
 
  private:
   NormOptions options_;
@@ -27,15 +40,17 @@ class LayerNorm : public Module {
 };
 
 /// y = x / sqrt(mean(x²) + eps) · weight over the last dim. Parameter: `weight` [dim].
-class RMSNorm : public Module {
+class RMSNorm : public Norm {
  public:
-  std::optional<ParameterRole> parameter_role() const override { return ParameterRole::kNorm; }
   explicit RMSNorm(const NormOptions& options);
-  Variable forward(const Variable& x) const;
+  Variable forward(const Variable& x) const override;
 
  private:
   NormOptions options_;
   Variable weight_;
 };
+
+/// A LayerNorm or an RMSNorm of `options` (RMSNorm ignores options.bias).
+std::shared_ptr<Norm> make_norm(NormKind kind, const NormOptions& options);
 
 }  // namespace rota::nn

@@ -60,16 +60,21 @@ Kind kind_of(const std::string& name) {
            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   if (ends("embed.weight")) return Kind::kEmbedding;  // tokens and learned positions
-  for (const char* p : {"q_proj.", "k_proj.", "v_proj.", "gate_proj."}) {
+  for (const char* p : {"q_proj.", "k_proj.", "v_proj.", "attn.gate_proj."}) {
     if (ends(std::string(p) + "weight")) return Kind::kAttentionInputWeight;
     if (ends(std::string(p) + "bias")) return Kind::kAttentionInputBias;
   }
   if (ends("out_proj.weight")) return Kind::kAttentionOutputWeight;
   if (ends("out_proj.bias")) return Kind::kAttentionOutputBias;
-  if (ends("fc1.weight")) return Kind::kFfnFirstWeight;
-  if (ends("fc1.bias")) return Kind::kFfnFirstBias;
-  if (ends("fc2.weight")) return Kind::kFfnSecondWeight;
-  if (ends("fc2.bias")) return Kind::kFfnSecondBias;
+  // fc1, or a gated FFN's gate_proj and up_proj; fc2 or down_proj.
+  for (const char* p : {"fc1.", "ffn.gate_proj.", "up_proj."}) {
+    if (ends(std::string(p) + "weight")) return Kind::kFfnFirstWeight;
+    if (ends(std::string(p) + "bias")) return Kind::kFfnFirstBias;
+  }
+  for (const char* p : {"fc2.", "down_proj."}) {
+    if (ends(std::string(p) + "weight")) return Kind::kFfnSecondWeight;
+    if (ends(std::string(p) + "bias")) return Kind::kFfnSecondBias;
+  }
   if (name == "lm_head.weight") return Kind::kLmHead;
   if (name == "classifier.weight") return Kind::kClassifierWeight;
   if (name == "classifier.bias") return Kind::kClassifierBias;
@@ -231,6 +236,32 @@ INSTANTIATE_TEST_SUITE_P(Schemes, InitSchemes,
                          [](const ::testing::TestParamInfo<InitScheme>& info) {
                            return std::string(models::init_scheme_name(info.param));
                          });
+
+// A gated (SwiGLU) FFN: gate_proj and up_proj start as fc1 does, down_proj as fc2 (the GPT-2
+// residual scaling included), in every scheme; without biases there are none to check.
+TEST_P(InitSchemes, GatedFeedForwardProjectionsFollowTheScheme) {
+  for (bool bias : {true, false}) {
+    Generator gen(9);
+    ModelOptions o = options(GetParam(), models::ModelKind::kCausalLm);
+    o.activation = nn::Activation::kSwiglu;
+    o.norm_kind = nn::NormKind::kRmsNorm;
+    o.bias = bias;
+    const models::CausalLm lm(o, gen, nullptr);
+    const std::map<Kind, int> kinds = check_model(lm, GetParam());
+    EXPECT_EQ(kinds.at(Kind::kFfnFirstWeight), 2 * kLayers);  // gate_proj, up_proj
+    EXPECT_EQ(kinds.at(Kind::kFfnSecondWeight), kLayers);     // down_proj
+    EXPECT_EQ(kinds.at(Kind::kAttentionInputWeight), 3 * kLayers);
+    if (bias) {
+      EXPECT_EQ(kinds.at(Kind::kFfnFirstBias), 2 * kLayers);
+      EXPECT_EQ(kinds.at(Kind::kFfnSecondBias), kLayers);
+    } else {
+      for (Kind b : {Kind::kFfnFirstBias, Kind::kFfnSecondBias, Kind::kAttentionInputBias,
+                     Kind::kAttentionOutputBias}) {
+        EXPECT_EQ(kinds.count(b), 0u);
+      }
+    }
+  }
+}
 
 // A softmax-attention model takes the same projections' inits (q, k, v and out_proj).
 TEST(InitSchemes, SoftmaxAttentionProjectionsFollowTheScheme) {

@@ -96,7 +96,39 @@ std::vector<Case> cases() {
       o.attention.decay.schedule = nn::DecaySchedule::kTransNormer;
       o.attention.decay.learnable = true;
       add("learnable_decay", o);
+      o = base(kind);  // no biases reach the output gate and the GroupNorm too
+      o.bias = false;
+      o.attention.norm = nn::LinearAttentionNorm::kGroupNorm;
+      o.attention.output_gate = nn::OutputGate::kSigmoid;
+      o.attention.state_gate.gating = nn::StateGating::kGla;
+      add("no_bias_group_norm_gla", o);
     }
+    // LLaMA-style blocks: RMSNorm, gated FFNs, no biases, and each option alone.
+    for (nn::Activation act : {nn::Activation::kSwiglu, nn::Activation::kGeglu}) {
+      for (bool bias : {true, false}) {
+        o = base(kind);
+        o.activation = act;
+        o.bias = bias;
+        o.norm_kind = bias ? nn::NormKind::kLayerNorm : nn::NormKind::kRmsNorm;
+        add(std::string(act == nn::Activation::kSwiglu ? "swiglu" : "geglu") +
+                (bias ? "_bias_layer_norm" : "_no_bias_rms_norm"),
+            o);
+      }
+    }
+    o = base(kind);
+    o.bias = false;
+    add("no_bias_layer_norm", o);  // LayerNorms without β, attention norm included
+    o = base(kind);
+    o.norm_kind = nn::NormKind::kRmsNorm;
+    o.attention.norm = nn::LinearAttentionNorm::kRmsNorm;
+    add("rms_norm_blocks", o);
+    o = base(kind);
+    o.attention_family = AttentionFamily::kSoftmax;
+    o.position = nn::RopePosition{};
+    o.activation = nn::Activation::kSwiglu;
+    o.norm_kind = nn::NormKind::kRmsNorm;
+    o.bias = false;
+    add("softmax_llama", o);
     // Softmax attention with every table-carrying encoding.
     auto softmax = [&](const std::string& name, nn::PositionEncoding position) {
       ModelOptions s = base(kind);
@@ -147,6 +179,21 @@ TEST(MemoryEstimate, ParameterCountIsExactForEveryKindAndEncoding) {
   for (const Case& c : cases()) {
     EXPECT_EQ(parameter_count(c.options), built_parameter_count(c.options)) << c.name;
   }
+}
+
+TEST(MemoryEstimate, GatedFfnKeepsOneMoreHiddenWidthPerTokenAndLayer) {
+  const ModelOptions plain = base(ModelKind::kCausalLm);
+  ModelOptions gated = plain;
+  gated.activation = nn::Activation::kSwiglu;
+  // [gate | up] (2F floats per token) where the plain FFN keeps its pre-activation (F).
+  const double per_layer_token = static_cast<double>(plain.ffn_dim) * 4.0;  // f32 bytes
+  const double tokens = 4.0 * 64.0;
+  EXPECT_DOUBLE_EQ(training_memory(gated, 4, 64).activation_bytes -
+                       training_memory(plain, 4, 64).activation_bytes,
+                   tokens * static_cast<double>(plain.layers) * per_layer_token);
+  EXPECT_DOUBLE_EQ(inference_memory(gated, 4, 64).activation_bytes -
+                       inference_memory(plain, 4, 64).activation_bytes,
+                   tokens * per_layer_token);
 }
 
 TEST(MemoryEstimate, TrainingAddsStateAndActivationsThatScaleWithTokensAndLayers) {

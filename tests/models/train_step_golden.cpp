@@ -1,6 +1,7 @@
 // Full training steps of the tiny CausalLm and MaskedLm against the PyTorch reference
 // (tests/reference/train_step_reference.py): loss, every gradient, and the parameters after three
-// clipped AdamW steps over decay_param_groups, in f64.
+// clipped AdamW steps over decay_param_groups, in f64; also a causal LM with the LLaMA-style
+// block (RMSNorm, SwiGLU, no biases).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -95,7 +96,14 @@ models::ModelOptions options_from(const nlohmann::json& cfg) {
   o.layers = cfg.at("layers").get<int64_t>();
   o.heads = cfg.at("heads").get<int64_t>();
   o.ffn_dim = cfg.at("ffn_dim").get<int64_t>();
-  o.activation = nn::Activation::kGelu;  // erf form
+  // The LLaMA-style case says its block (RMSNorm, SwiGLU, no biases); the others use the
+  // default block (LayerNorm, GELU erf form, biases).
+  o.activation = cfg.value("activation", std::string("gelu")) == "swiglu" ? nn::Activation::kSwiglu
+                                                                          : nn::Activation::kGelu;
+  o.norm_kind = cfg.value("norm_kind", std::string("layer_norm")) == "rms_norm"
+                    ? nn::NormKind::kRmsNorm
+                    : nn::NormKind::kLayerNorm;
+  o.bias = cfg.value("bias", true);
   o.norm_placement = models::NormPlacement::kPre;
   o.final_norm = true;
   o.dropout = 0.0;
@@ -232,10 +240,12 @@ TEST_P(TrainStepGolden, ThreeClippedAdamWStepsMatch) {
   param_error.print(GetParam() + " parameters after " + std::to_string(steps) + " steps");
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, TrainStepGolden, ::testing::Values("causal_lm", "masked_lm"),
+INSTANTIATE_TEST_SUITE_P(Models, TrainStepGolden,
+                         ::testing::Values("causal_lm", "masked_lm", "causal_lm_llama"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                           return info.param == "causal_lm" ? std::string("CausalLm")
-                                                            : std::string("MaskedLm");
+                           if (info.param == "causal_lm") return std::string("CausalLm");
+                           if (info.param == "masked_lm") return std::string("MaskedLm");
+                           return std::string("CausalLmLlamaBlock");
                          });
 
 }  // namespace

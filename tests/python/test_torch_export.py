@@ -83,6 +83,35 @@ class SaveAsRotaCheckpoint(unittest.TestCase):
                 self.assertEqual(result.returncode, 0, result.stderr)
                 self.assertIn(f"loss={native:.6g}", result.stdout)
 
+    def test_llama_style_block_exports_and_saves(self):
+        """RMSNorm, SwiGLU and no biases: `rota export hf` and rt.save_checkpoint carry the
+        gate/up/down projections and no bias tensors, and Rota reads the saved weights back."""
+        cfg = ps.config(norm_kind="rms_norm", activation="swiglu", bias=False, ffn_width=None)
+        run_dir = ps.train_run(cfg, self.dir, "lm_llama")
+        out = os.path.join(self.dir, "hf_llama")
+        result = cli("export", "hf", run_dir, out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        exported, original = rt.from_pretrained(out), rt.from_pretrained(run_dir)
+        self.assertEqual(exported.config, original.config)
+        self.assertEqual((exported.config.norm_kind, exported.config.activation,
+                          exported.config.bias, exported.config.ffn_hidden),
+                         ("rms_norm", "swiglu", False, 48))
+        state = exported.state_dict()
+        self.assertEqual(tuple(state["encoder.blocks.1.ffn.down_proj.weight"].shape), (16, 48))
+        self.assertEqual([k for k in state if k.endswith(".bias")], [])
+        ids = torch.randint(0, original.config.vocab_size, (2, 17))
+        torch.testing.assert_close(exported(ids), original(ids), rtol=0, atol=0)
+        # PyTorch-trained weights saved for Rota: Rota's evaluation reproduces rota.torch's loss.
+        model = self.trained_further(run_dir)
+        saved_dir = os.path.join(self.dir, "saved_llama")
+        rt.save_checkpoint(model, saved_dir, source=run_dir)
+        saved = rota.load(saved_dir)
+        native = saved.eval("valid", batches=2)["loss"]
+        self.assertLessEqual(abs(torch_eval_loss(model, saved, "causal_lm") - native) / native,
+                             1e-6)
+        self.assertGreater(abs(native - rota.load(run_dir).eval("valid", batches=2)["loss"]),
+                           1e-4)
+
     def test_finetune_init_from_a_torch_checkpoint(self):
         model = self.trained_further(self.lm_run)
         out = os.path.join(self.dir, "init_source")

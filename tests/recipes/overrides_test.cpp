@@ -197,8 +197,9 @@ const BadOverride kBadOverrides[] = {
      "whole list with PATH=[...] or append with PATH+=VALUE"},
     {"unknown_field", "model.lyers=3",
      "--set model.lyers=3: model: unknown field 'lyers' (did you mean 'layers'?); fields here: "
-     "kind, width, layers, heads, ffn_width, ffn_activation, norm_placement, final_norm, "
-     "norm_eps, dropout, embedding_scale, tie_embeddings, init_scheme, init_std, attention, "
+     "kind, width, layers, heads, ffn_width, ffn_activation, norm_kind, bias, norm_placement, "
+     "final_norm, norm_eps, dropout, embedding_scale, tie_embeddings, init_scheme, init_std, "
+     "attention, "
      "position, "
      "classifier"},
     {"unknown_top_level", "optim.lr=3",

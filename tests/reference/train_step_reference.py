@@ -1,6 +1,12 @@
 #!/usr/bin/python3
 """Writes golden training steps of Rota's tiny CausalLm and MaskedLm (tests/golden/train_step/).
 
+Three cases: causal_lm and masked_lm with the default block below, and causal_lm_llama, a
+causal LM with the LLaMA-style block (model.norm_kind RMS_NORM, ffn_activation SWIGLU, bias
+false): ln1, ln2 and final_norm are RMSNorms x / sqrt(mean(x^2) + eps) * weight, the FFN is
+down_proj(silu(gate_proj(x)) * up_proj(x)), and no projection has a bias nor the attention's
+LayerNorm a beta.
+
 An independent PyTorch implementation of both models as Rota defines them (models/*.h):
   embed (tied) -> blocks -> final_norm, each pre-norm block
       h = x + attn(ln1(x));  y = h + ffn(ln2(h)),  ffn = fc2(gelu_erf(fc1(.)))
@@ -47,7 +53,7 @@ PAD_ID = 0
 
 # ---- parameters ----
 
-def make_params(kind, g):
+def make_params(kind, g, llama=False):
     """Deterministic non-trivial parameters, by Rota name, in Rota's registration order."""
     p = {}
 
@@ -59,11 +65,13 @@ def make_params(kind, g):
 
     def norm(name):
         p[name + ".weight"] = 1.0 + 0.1 * torch.randn(DIM, generator=g)
-        p[name + ".bias"] = 0.1 * torch.randn(DIM, generator=g)
+        if not llama:  # RMSNorm, and LayerNorm without beta, have a weight only
+            p[name + ".bias"] = 0.1 * torch.randn(DIM, generator=g)
 
     def linear(name, out_features, in_features):
         matrix(name + ".weight", out_features, in_features)
-        vector(name + ".bias", out_features)
+        if not llama:
+            vector(name + ".bias", out_features)
 
     matrix("encoder.embed.weight", VOCAB, DIM)
     for i in range(LAYERS):
@@ -77,8 +85,13 @@ def make_params(kind, g):
         p[b + "attn.lrpe.theta"] = 0.15 + 1.2 * torch.rand(HEAD_DIM // 2, generator=g)
         p[b + "attn.lrpe.householder_v"] = torch.randn(HEAD_DIM, generator=g)
         norm(b + "ln2")
-        linear(b + "ffn.fc1", FFN, DIM)
-        linear(b + "ffn.fc2", DIM, FFN)
+        if llama:
+            linear(b + "ffn.gate_proj", FFN, DIM)
+            linear(b + "ffn.up_proj", FFN, DIM)
+            linear(b + "ffn.down_proj", DIM, FFN)
+        else:
+            linear(b + "ffn.fc1", FFN, DIM)
+            linear(b + "ffn.fc2", DIM, FFN)
     norm("encoder.final_norm")
     if kind == "masked_lm":
         norm("mlm_norm")
@@ -89,11 +102,22 @@ def make_params(kind, g):
 # ---- model ----
 
 def layer_norm(x, params, name):
-    return F.layer_norm(x, (DIM,), params[name + ".weight"], params[name + ".bias"], LN_EPS)
+    return F.layer_norm(x, (DIM,), params[name + ".weight"], params.get(name + ".bias"), LN_EPS)
+
+
+def rms_norm(x, params, name):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + LN_EPS) * params[name + ".weight"]
+
+
+def block_norm(x, params, name):
+    """ln1, ln2, final_norm: RMSNorm in the LLaMA-style case (no ".bias"), else LayerNorm."""
+    llama = name + ".bias" not in params
+    return rms_norm(x, params, name) if llama else layer_norm(x, params, name)
 
 
 def linear(x, params, name):
-    return x @ params[name + ".weight"].T + params[name + ".bias"]
+    y = x @ params[name + ".weight"].T
+    return y + params[name + ".bias"] if name + ".bias" in params else y
 
 
 def lrpe_type2_householder(x, theta, v):
@@ -135,11 +159,17 @@ def encoder(ids, params, causal, key_mask):
     x = params["encoder.embed.weight"][ids]
     for i in range(LAYERS):
         b = f"encoder.blocks.{i}."
-        h = x + linear_attention(layer_norm(x, params, b + "ln1"), params, b + "attn", causal,
+        h = x + linear_attention(block_norm(x, params, b + "ln1"), params, b + "attn", causal,
                                  key_mask)
-        hidden = F.gelu(linear(layer_norm(h, params, b + "ln2"), params, b + "ffn.fc1"))
-        x = h + linear(hidden, params, b + "ffn.fc2")
-    return layer_norm(x, params, "encoder.final_norm")
+        u = block_norm(h, params, b + "ln2")
+        if b + "ffn.gate_proj.weight" in params:  # SwiGLU
+            hidden = F.silu(linear(u, params, b + "ffn.gate_proj")) * linear(u, params,
+                                                                            b + "ffn.up_proj")
+            x = h + linear(hidden, params, b + "ffn.down_proj")
+        else:
+            hidden = F.gelu(linear(u, params, b + "ffn.fc1"))
+            x = h + linear(hidden, params, b + "ffn.fc2")
+    return block_norm(x, params, "encoder.final_norm")
 
 
 def loss_of(kind, params, batch):
@@ -197,9 +227,9 @@ def tensor_entry(t):
     return {"shape": list(t.shape), "data": [float(x) for x in t.flatten().tolist()]}
 
 
-def make_case(kind, seed, clip_norm):
+def make_case(kind, seed, clip_norm, llama=False):
     g = torch.Generator().manual_seed(seed)
-    initial = make_params(kind, g)
+    initial = make_params(kind, g, llama)
     batches = [(causal_batch if kind == "causal_lm" else masked_batch)(g) for _ in range(STEPS)]
 
     leaves = {k: t.clone().requires_grad_(True) for k, t in initial.items()}
@@ -240,6 +270,8 @@ def make_case(kind, seed, clip_norm):
               "ffn_dim": FFN, "batch": BATCH, "length": LENGTH, "steps": STEPS, "lr": LR,
               "beta1": BETAS[0], "beta2": BETAS[1], "eps": EPS, "weight_decay": WEIGHT_DECAY,
               "clip_norm": clip_norm}
+    if llama:
+        config.update({"norm_kind": "rms_norm", "activation": "swiglu", "bias": False})
     print(kind, "losses", losses, "grad norms", norms, "clip", clip_norm)
     return {"config": config,
             "tensors": {k: tensor_entry(t) for k, t in tensors.items()}}
@@ -247,11 +279,13 @@ def make_case(kind, seed, clip_norm):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    for kind, seed, clip_norm in (("causal_lm", 1, 2.3), ("masked_lm", 2, 3.3)):
-        case = make_case(kind, seed, clip_norm)
-        with open(os.path.join(OUT, kind + ".json"), "w") as f:
+    for name, kind, seed, clip_norm, llama in (("causal_lm", "causal_lm", 1, 2.3, False),
+                                               ("masked_lm", "masked_lm", 2, 3.3, False),
+                                               ("causal_lm_llama", "causal_lm", 4, 2.3, True)):
+        case = make_case(kind, seed, clip_norm, llama)
+        with open(os.path.join(OUT, name + ".json"), "w") as f:
             json.dump(case, f, separators=(",", ":"))
-        print("wrote", kind + ".json")
+        print("wrote", name + ".json")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 #include "framework/autograd/function.h"
 #include "framework/autograd/precision.h"
 #include "framework/backend/fused/fused_activation.h"
+#include "framework/backend/fused/gated_activation.h"
 #include "framework/backend/primitives/convert.h"
+#include "framework/backend/primitives/indexing.h"
 #include "framework/backend/primitives/matmul.h"
 #include "framework/backend/primitives/reduce.h"
 
@@ -88,6 +90,124 @@ Variable feed_forward(const Variable& x, const Variable& w1, const Variable& b1,
                        grads[1] = b::matmul_weight_gradient(dh, x_in.reshape({rows, e_in}));
                      return grads;
                    });
+}
+
+Variable gated_activation(const Variable& gu, b::UnaryOp act) {
+  const char* op = "gated_activation";
+  ROTA_CHECK(gu.dim() >= 1 && gu.size(-1) % 2 == 0 && gu.size(-1) > 0,
+             "{}: input {} must end in an even width 2H (gate then up)", op, shape_str(gu.shape()));
+  const int64_t hidden = gu.size(-1) / 2;
+  const int64_t rows = gu.numel() / gu.size(-1);
+  Shape out_shape = gu.shape();
+  out_shape.back() = hidden;
+  const Tensor gu2 = gu.data().reshape({rows, 2 * hidden});     // [R, 2H]
+  Tensor y = b::gated_activation(act, gu2).reshape(out_shape);  // [..., H]
+  const std::vector<Variable> inputs{gu};
+  if (!inspect_inputs(inputs).any) return Variable(std::move(y), false);
+  return record_op(
+      op, std::move(y), inputs, [act, gu2, rows, hidden, shape = gu.shape()](const Tensor& grad) {
+        // grad [..., H] → dgu [R, 2H] → [..., 2H]
+        const Tensor dy = grad.reshape({rows, hidden});
+        return std::vector<Tensor>{b::gated_activation_backward(act, gu2, dy).reshape(shape)};
+      });
+}
+
+Variable gated_feed_forward(const Variable& x, const Variable& w_gate, const Variable& b_gate,
+                            const Variable& w_up, const Variable& b_up, const Variable& w_down,
+                            const Variable& b_down, b::UnaryOp act) {
+  const char* op = "gated_feed_forward";
+  const bool has_bias = b_gate.defined();
+  ROTA_CHECK(b_up.defined() == has_bias && b_down.defined() == has_bias,
+             "{}: the three biases must all be given or all be absent", op);
+  ROTA_CHECK(b::derivative_needs_only_input(act), "{}: activation {} is not supported", op,
+             b::unary_op_name(act));
+  ROTA_CHECK(x.dim() >= 1 && w_gate.dim() == 2 && w_up.shape() == w_gate.shape() &&
+                 w_down.dim() == 2 && x.size(-1) == w_gate.size(1) &&
+                 w_down.size(1) == w_gate.size(0),
+             "{}: x {}, w_gate {}, w_up {}, w_down {}: expected [..., E], [H, E], [H, E], [E', H]",
+             op, shape_str(x.shape()), shape_str(w_gate.shape()), shape_str(w_up.shape()),
+             shape_str(w_down.shape()));
+  const std::vector<Variable> inputs =
+      has_bias ? std::vector<Variable>{x, w_gate, w_up, w_down, b_gate, b_up, b_down}
+               : std::vector<Variable>{x, w_gate, w_up, w_down};
+  const OpRecord rec = inspect_inputs(inputs);
+  const int64_t e_in = x.size(-1), hidden = w_gate.size(0), e_out = w_down.size(0);
+  const int64_t rows = x.numel() / e_in;
+  // The gate and up projections as one [2H, E] weight (a small copy per call).
+  const Tensor w_gu = b::concat({w_gate.data(), w_up.data()}, 0);
+  const Tensor b_gu = has_bias ? b::concat({b_gate.data(), b_up.data()}, 0) : Tensor();
+  const bool bf16 = product_in_bf16(x.data(), w_gu) && w_down.dtype() == DType::kF32;
+  const bool native = bf16 && bf16_matmul_native();
+  const Tensor x_in = bf16 ? round_to_bf16_operand(x.data()) : x.data();
+  const Tensor wgu_in = bf16 ? round_to_bf16_operand(w_gu) : w_gu;
+  const Tensor wd_in = bf16 ? round_to_bf16_operand(w_down.data()) : w_down.data();
+  // [gate | up]: [R, 2H], f32 (or f64).
+  const Tensor gu = b::linear(x_in, wgu_in, b_gu).reshape({rows, 2 * hidden});
+  // What the down product multiplies: the gated activation in bf16 straight away (native), else
+  // in f32 (rounded on the portable bf16 path).
+  Tensor a_in;
+  if (native) {
+    a_in = b::gated_activation_to_bf16(act, gu);
+  } else {
+    a_in = b::gated_activation(act, gu);
+    if (bf16) a_in = round_to_bf16_operand(a_in);
+  }
+  Shape out_shape = x.shape();
+  out_shape.back() = e_out;
+  Tensor y = b::linear(a_in, wd_in, has_bias ? b_down.data() : Tensor()).reshape(out_shape);
+  if (!rec.any) return Variable(std::move(y), false);
+
+  return record_op(
+      op, std::move(y), inputs,
+      [needs = rec.needs, has_bias, act, bf16, native, gu, a_in, x_in, wgu_in, wd_in,
+       shape_x = x.shape(), rows, e_in, hidden, e_out](const Tensor& grad) {
+        // Inputs: 0 x, 1 w_gate, 2 w_up, 3 w_down, then 4 b_gate, 5 b_up, 6 b_down.
+        std::vector<Tensor> grads(has_bias ? 7 : 4);
+        // The down product, as linear's backward: dy [R, E'] rounded once (db_down fused).
+        const Tensor dy = grad.reshape({rows, e_out});
+        Tensor dy_in;
+        if (native && has_bias && needs[6] && dy.is_contiguous()) {
+          b::Bf16WithColumnSums fused = b::to_bf16_with_column_sums(dy);
+          dy_in = std::move(fused.values);
+          grads[6] = std::move(fused.column_sums);
+        } else {
+          dy_in = bf16 ? round_to_bf16_operand(dy) : dy;
+          if (has_bias && needs[6]) grads[6] = b::reduce_sum(dy, {0}, /*keepdim=*/false);
+        }
+        // dW_down = dyᵀ·a: [E', H].
+        if (needs[3]) grads[3] = b::matmul_weight_gradient(dy_in, a_in);
+        const bool need_first =
+            needs[0] || needs[1] || needs[2] || (has_bias && (needs[4] || needs[5]));
+        if (!need_first) return grads;
+        // da = dy·W_down: [R, H]; dgu = the gated activation's gradient: [R, 2H].
+        const Tensor da = b::matmul(dy_in, wd_in);
+        const Tensor dgu = b::gated_activation_backward(act, gu, da);
+        // The [gate | up] product, as linear's backward over the stacked weight.
+        Tensor dgu_in;
+        Tensor db_gu;
+        const bool need_db = has_bias && (needs[4] || needs[5]);
+        if (bf16 && need_db && native) {
+          b::Bf16WithColumnSums fused = b::to_bf16_with_column_sums(dgu);
+          dgu_in = std::move(fused.values);
+          db_gu = std::move(fused.column_sums);
+        } else {
+          dgu_in = bf16 ? round_to_bf16_operand(dgu) : dgu;
+          if (need_db) db_gu = b::reduce_sum(dgu, {0}, /*keepdim=*/false);
+        }
+        if (need_db) {
+          grads[4] = db_gu.narrow(0, 0, hidden).clone();
+          grads[5] = db_gu.narrow(0, hidden, hidden).clone();
+        }
+        // dx = dgu·[W_gate; W_up]: [R, E].
+        if (needs[0]) grads[0] = b::matmul(dgu_in, wgu_in).reshape(shape_x);
+        // d[W_gate; W_up] = dguᵀ·x: [2H, E], split into the two weights.
+        if (needs[1] || needs[2]) {
+          const Tensor dw = b::matmul_weight_gradient(dgu_in, x_in.reshape({rows, e_in}));
+          grads[1] = dw.narrow(0, 0, hidden).clone();
+          grads[2] = dw.narrow(0, hidden, hidden).clone();
+        }
+        return grads;
+      });
 }
 
 }  // namespace rota

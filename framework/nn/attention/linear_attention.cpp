@@ -28,25 +28,25 @@ LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generato
              "attention takes none, sinusoidal, learned_absolute (both added to the embeddings "
              "by the model), rope, lrpe or permute_former",
              position_encoding_name(options.position));
-  const LinearOptions proj{e, e, true, options.dtype, options.projection_init};
+  const LinearOptions proj{e, e, options.bias, options.dtype, options.projection_init};
   q_proj_ = register_module("q_proj", std::make_shared<Linear>(proj, gen));
   k_proj_ = register_module("k_proj", std::make_shared<Linear>(proj, gen));
   v_proj_ = register_module("v_proj", std::make_shared<Linear>(proj, gen));
   out_proj_ = register_module(
-      "out_proj",
-      std::make_shared<Linear>(LinearOptions{e, e, true, options.dtype, options.output_init}, gen));
+      "out_proj", std::make_shared<Linear>(
+                      LinearOptions{e, e, options.bias, options.dtype, options.output_init}, gen));
   if (options.norm == LinearAttentionNorm::kLayerNorm) {
-    layer_norm_ =
-        register_module("norm", std::make_shared<LayerNorm>(NormOptions{
-                                    e, options.norm_eps.value_or(1e-5), true, options.dtype}));
+    layer_norm_ = register_module(
+        "norm", std::make_shared<LayerNorm>(NormOptions{e, options.norm_eps.value_or(1e-5), true,
+                                                        options.dtype, options.bias}));
   } else if (options.norm == LinearAttentionNorm::kRmsNorm) {
     rms_norm_ =
         register_module("norm", std::make_shared<RMSNorm>(NormOptions{
                                     e, options.norm_eps.value_or(1e-6), true, options.dtype}));
   } else if (options.norm == LinearAttentionNorm::kGroupNorm) {
-    group_norm_ = register_module(
-        "norm", std::make_shared<GroupNorm>(GroupNormOptions{
-                    e, options.heads, options.norm_eps.value_or(1e-5), options.dtype}));
+    group_norm_ = register_module("norm", std::make_shared<GroupNorm>(GroupNormOptions{
+                                              e, options.heads, options.norm_eps.value_or(1e-5),
+                                              options.dtype, options.bias}));
   }
   if (options.output_gate != OutputGate::kNone) {
     gate_proj_ = register_module("gate_proj", std::make_shared<Linear>(proj, gen));

@@ -51,6 +51,7 @@ struct LinearAttentionOptions {
   WeightInit projection_init;  // q, k and v (default: PyTorch's)
   WeightInit output_init;      // out_proj, which writes into the residual stream
   DType dtype = DType::kF32;
+  bool bias = true;  // biases of q/k/v/out_proj and the β of the LayerNorm output norm
 };
 
 /// Carried state for token-by-token generation: S = Σ k̃ᵀ [v, 1] per head and the position of
@@ -60,9 +61,9 @@ struct LinearAttentionState {
   int64_t position = 0;  // s of the next token
 };
 
-/// Children: `q_proj`, `k_proj`, `v_proj`, `out_proj` (Linear with bias), `norm` (LayerNorm /
-/// RMSNorm / GroupNorm over E, absent with the denominator), `gate_proj` (with an output gate),
-/// `state_gate` (GLA, SSD, delta rule, learnable decay), `lrpe` (LRPE and RoPE) or
+/// Children: `q_proj`, `k_proj`, `v_proj`, `out_proj` (Linear, bias by options), `norm`
+/// (LayerNorm / RMSNorm / GroupNorm over E, absent with the denominator), `gate_proj` (with an
+/// output gate), `state_gate` (GLA, SSD, delta rule, learnable decay), `lrpe` (LRPE and RoPE) or
 /// `permute_former`.
 class LinearAttention : public Module {
  public:

@@ -134,6 +134,7 @@ def config_to_model_text(config):
              f"  layers: {c.layers}", f"  heads: {c.heads}", f"  ffn_width: {c.ffn_hidden}",
              f"  ffn_activation: {c.activation.upper()}",
              f"  norm_placement: {'POST_NORM' if c.post_norm else 'PRE_NORM'}",
+             f"  norm_kind: {c.norm_kind.upper()}", f"  bias: {_fmt(c.bias)}",
              f"  final_norm: {_fmt(c.final_norm)}", f"  norm_eps: {_fmt(float(c.norm_eps))}",
              f"  dropout: {_fmt(float(c.dropout))}",
              f"  embedding_scale: {'SQRT_WIDTH' if c.scale_embeddings else 'UNSCALED'}",

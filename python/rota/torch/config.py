@@ -13,7 +13,9 @@ from typing import Optional
 from .text_format import Message, parse_text_format
 
 KINDS = ("causal_lm", "masked_lm", "classifier")
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu")
+GATED_ACTIVATIONS = ("swiglu", "geglu")
+NORM_KINDS = ("layer_norm", "rms_norm")
 FEATURE_MAPS = ("one_plus_elu", "relu", "silu", "identity", "exp")
 NORMALIZATIONS = ("layer_norm", "rms_norm", "denominator", "group_norm")
 DECAYS = (None, "retnet", "transnormer")
@@ -74,9 +76,11 @@ class RotaConfig:
     width: int = 256
     layers: int = 4
     heads: int = 4
-    ffn_width: Optional[int] = None  # None: 4 · width
-    activation: str = "gelu"
+    ffn_width: Optional[int] = None  # None: 4 · width; swiglu / geglu: ⌈width / 3⌉ · 8
+    activation: str = "gelu"         # relu | gelu | gelu_tanh | silu | swiglu | geglu (gated)
     post_norm: bool = False          # norm_placement POST_NORM
+    norm_kind: str = "layer_norm"    # layer_norm | rms_norm: the block norms and the final norm
+    bias: bool = True                # False: no biases in the blocks' projections, no LayerNorm β
     final_norm: bool = True
     norm_eps: float = 1e-5
     dropout: float = 0.1
@@ -113,7 +117,11 @@ class RotaConfig:
 
     @property
     def ffn_hidden(self):
-        return self.ffn_width if self.ffn_width is not None else 4 * self.width
+        if self.ffn_width is not None:
+            return self.ffn_width
+        if self.activation in GATED_ACTIVATIONS:  # 8/3 · width rounded up to a multiple of 8
+            return (self.width + 2) // 3 * 8
+        return 4 * self.width
 
     @property
     def causal(self):
@@ -130,6 +138,9 @@ class RotaConfig:
              f"width {self.width} must be a positive multiple of heads {self.heads}")
         need(self.layers >= 0, f"layers must be >= 0, got {self.layers}")
         need(self.activation in ACTIVATIONS, f"ffn_activation: {self.activation!r}")
+        need(self.norm_kind in NORM_KINDS, f"norm_kind: {self.norm_kind!r} is not one of "
+             f"{NORM_KINDS}")
+        need(isinstance(self.bias, bool), f"bias: {self.bias!r} is not a bool")
         need(self.attention in ("linear", "softmax"), f"attention: {self.attention!r}")
         need(self.position.kind in POSITIONS, f"position: {self.position.kind!r}")
         if self.attention == "linear":
@@ -203,6 +214,8 @@ def config_from_model_message(m, vocab_size=0, num_classes=None):
     c.ffn_width = m.integer("ffn_width", None)
     c.activation = _enum(m.scalar("ffn_activation", "GELU"))
     c.post_norm = m.scalar("norm_placement", "PRE_NORM") == "POST_NORM"
+    c.norm_kind = _enum(m.scalar("norm_kind", "LAYER_NORM"))
+    c.bias = m.boolean("bias", True)
     c.final_norm = m.boolean("final_norm", True)
     c.norm_eps = m.number("norm_eps", 1e-5)
     c.dropout = m.number("dropout", 0.1)

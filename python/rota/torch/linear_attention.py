@@ -15,7 +15,7 @@ import math
 import torch
 import torch.nn as nn
 
-from .layers import RMSNorm, feature_map
+from .layers import LayerNorm, RMSNorm, feature_map
 from .positions import Lrpe, PermuteFormer, rope
 
 
@@ -165,12 +165,12 @@ class LinearAttention(nn.Module):
         e, h = config.width, config.heads
         self.config, self.causal = config, causal
         self.heads, self.head_dim = h, e // h
-        self.q_proj = nn.Linear(e, e)
-        self.k_proj = nn.Linear(e, e)
-        self.v_proj = nn.Linear(e, e)
-        self.out_proj = nn.Linear(e, e)
+        self.q_proj = nn.Linear(e, e, bias=config.bias)
+        self.k_proj = nn.Linear(e, e, bias=config.bias)
+        self.v_proj = nn.Linear(e, e, bias=config.bias)
+        self.out_proj = nn.Linear(e, e, bias=config.bias)
         if config.normalization == "layer_norm":
-            self.norm = nn.LayerNorm(e, eps=config.norm_eps)
+            self.norm = LayerNorm(e, config.norm_eps, config.bias)
         elif config.normalization == "rms_norm":
             self.norm = RMSNorm(e, eps=config.norm_eps)
         elif config.normalization == "group_norm":

@@ -456,10 +456,10 @@ class SoftmaxAttention(nn.Module):
             relative = RelativeXlEncoding(h, d, pc.pe_width, pc.base, pc.layout)
         elif pc.kind == "skew":
             relative = SkewRelativeEncoding(d, pc.max_len, h, pc.per_head)
-        self.q_proj = self._linear(e, e, config.init_std)
-        self.k_proj = self._linear(e, e, config.init_std)
-        self.v_proj = self._linear(e, e, config.init_std)
-        self.out_proj = self._linear(e, e, config.init_std)
+        self.q_proj = self._linear(e, e, config.init_std, config.bias)
+        self.k_proj = self._linear(e, e, config.init_std, config.bias)
+        self.v_proj = self._linear(e, e, config.init_std, config.bias)
+        self.out_proj = self._linear(e, e, config.init_std, config.bias)
         self._borrowed = None  # a shared T5 table owned (registered) by another layer
         if pc.kind == "rope":
             self.rope = Rope(d, pc.pairing, pc.base)
@@ -478,13 +478,14 @@ class SoftmaxAttention(nn.Module):
             self.position = relative
 
     @staticmethod
-    def _linear(n_in: int, n_out: int, init_std: float) -> nn.Linear:
+    def _linear(n_in: int, n_out: int, init_std: float, bias: bool = True) -> nn.Linear:
         """C++ Linear: normal(0, init_std) weight and zero bias, or PyTorch's default when 0."""
-        layer = nn.Linear(n_in, n_out)
+        layer = nn.Linear(n_in, n_out, bias=bias)
         if init_std > 0:
             with torch.no_grad():
                 layer.weight.normal_(0.0, init_std)
-                layer.bias.zero_()
+                if bias:
+                    layer.bias.zero_()
         return layer
 
     @property

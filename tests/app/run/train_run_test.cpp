@@ -15,6 +15,7 @@
 #include "app/run/exit_codes.h"
 #include "app/run/generate_run.h"
 #include "app/run/train_run.h"
+#include "framework/base/file_io.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
 #include "recipes/recipe_error.h"
@@ -108,6 +109,30 @@ void expect_resume_bit_exact(const std::string& recipe, std::vector<std::string>
 
 TEST(TrainCommand, ResumeIsBitExactForACausalLmWithDropout) {
   expect_resume_bit_exact("tiny_causal_lm", {"model.dropout=0.1"});
+}
+
+// The LLaMA-style block (RMSNorm, SwiGLU, no biases) through the normal run path: it learns,
+// its recipe.txtpb pins the fields, and a resumed run is bit-exact (with dropout, so the gated
+// FFN's composed path runs).
+TEST(TrainCommand, LlamaStyleBlockLearnsAndResumesBitExact) {
+  const std::vector<std::string> llama = {"model.norm_kind=RMS_NORM", "model.ffn_activation=SWIGLU",
+                                          "model.bias=false"};
+  TempDir tmp;
+  const fs::path run = tmp / "llama";
+  captured_train_stdout("tiny_causal_lm", run, llama);
+  const auto train_lines = metrics_lines(run, "train");
+  const auto valid_lines = metrics_lines(run, "valid");
+  ASSERT_FALSE(train_lines.empty());
+  ASSERT_FALSE(valid_lines.empty());
+  EXPECT_LT(valid_lines.back()["loss"].get<double>(),
+            train_lines.front()["loss"].get<double>() - 0.5);
+  const std::string recipe = read_file(run / "recipe.txtpb");
+  for (const char* field : {"norm_kind: RMS_NORM", "ffn_activation: SWIGLU", "bias: false"}) {
+    EXPECT_NE(recipe.find(field), std::string::npos) << field;
+  }
+  std::vector<std::string> with_dropout = llama;
+  with_dropout.push_back("model.dropout=0.1");
+  expect_resume_bit_exact("tiny_causal_lm", with_dropout);
 }
 
 TEST(TrainCommand, ResumeIsBitExactForAMaskedLm) {

@@ -1,5 +1,8 @@
 // Recipe fields reach the model: numerics (norm epsilon, sinusoid base), the typed position,
-// decay / group norm / output gate.
+// the LLaMA-style block options (norm_kind, SwiGLU/GeGLU and their default width, bias), decay /
+// group norm / output gate, gating and the delta rule.
+#include <set>
+#include <string>
 #include <variant>
 
 #include <gtest/gtest.h>
@@ -8,6 +11,8 @@
 #include "framework/autograd/grad_mode.h"
 #include "models/language_models.h"
 #include "recipes/loader.h"
+#include "recipes/recipe_error.h"
+#include "recipes/resolve.h"
 
 namespace rota::models {
 namespace {
@@ -94,6 +99,100 @@ TEST(RecipeFields, PositionBecomesTheTypedEncoding) {
                 options_with({"model.position={learned_absolute {max_positions: 64}}"}).position)
                 .max_positions,
             64);
+}
+
+std::set<std::string> parameter_names(const ModelOptions& options) {
+  Generator init(5);
+  CausalLm model(options, init, nullptr);
+  std::set<std::string> out;
+  for (const auto& [name, p] : model.named_parameters()) out.insert(name);
+  return out;
+}
+
+TEST(RecipeFields, BlockOptionsDefaultToLayerNormGeluAndBiases) {
+  const ModelOptions o = options_with({});
+  EXPECT_EQ(o.norm_kind, nn::NormKind::kLayerNorm);
+  EXPECT_TRUE(o.bias);
+  EXPECT_EQ(o.activation, nn::Activation::kGelu);
+  // Saying the defaults changes nothing, bit for bit.
+  EXPECT_EQ(
+      max_abs_difference(
+          logits_of(o), logits_of(options_with({"model.norm_kind=LAYER_NORM", "model.bias=true"}))),
+      0.0);
+  const std::set<std::string> names = parameter_names(o);
+  EXPECT_TRUE(names.count("encoder.blocks.0.ln1.bias"));
+  EXPECT_TRUE(names.count("encoder.blocks.0.ffn.fc1.bias"));
+  EXPECT_TRUE(names.count("encoder.final_norm.bias"));
+}
+
+TEST(RecipeFields, LlamaStyleBlockReachesTheModel) {
+  const ModelOptions o =
+      options_with({"model.norm_kind=RMS_NORM", "model.ffn_activation=SWIGLU", "model.bias=false"});
+  EXPECT_EQ(o.norm_kind, nn::NormKind::kRmsNorm);
+  EXPECT_EQ(o.activation, nn::Activation::kSwiglu);
+  EXPECT_FALSE(o.bias);
+  EXPECT_EQ(o.ffn_dim, 32);  // the recipe's explicit ffn_width
+  const std::set<std::string> names = parameter_names(o);
+  const std::string b = "encoder.blocks.0.";
+  for (const std::string& name :
+       {b + "ln1.weight", b + "ln2.weight", b + "ffn.gate_proj.weight", b + "ffn.up_proj.weight",
+        b + "ffn.down_proj.weight", b + "attn.q_proj.weight", b + "attn.out_proj.weight",
+        b + "attn.norm.weight", std::string("encoder.final_norm.weight")}) {
+    EXPECT_TRUE(names.count(name)) << name;
+  }
+  for (const std::string& name : names) {
+    // No bias anywhere in the blocks or the final norm (a causal LM has no head bias).
+    EXPECT_EQ(name.find("bias"), std::string::npos) << name;
+  }
+  EXPECT_EQ(options_with({"model.ffn_activation=GEGLU"}).activation, nn::Activation::kGeglu);
+  // And it trains: a finite loss with a gradient for every parameter.
+  Generator init(3);
+  CausalLm model(o, init, nullptr);
+  Tensor ids = Tensor::empty({2, 8}, DType::kI64);
+  for (int64_t i = 0; i < 16; ++i) ids.data<int64_t>()[i] = (i * 29) % 256;
+  const Variable loss = model.loss(ids, ids);
+  loss.backward();
+  EXPECT_TRUE(std::isfinite(loss.item()));
+  for (const auto& [name, p] : model.named_parameters()) {
+    EXPECT_TRUE(p.grad().defined()) << name;
+  }
+}
+
+TEST(RecipeFields, GatedFfnDefaultsToTheParameterMatchedWidth) {
+  constexpr char kNoFfnWidth[] = R"(version: 1
+model { kind: CAUSAL_LM width: 48 layers: 1 heads: 2 dropout: 0
+        attention { linear {} } position { none {} } }
+data { corpus: "tinyshakespeare" tokenizer { kind: BYTE } sequence_length: 8 batch_size: 2 }
+train { steps: 1 }
+)";
+  auto width_of = [&](const std::vector<std::string>& overrides) {
+    return app::model_options_from_recipe(
+               recipes::load_recipe_text(kNoFfnWidth, "ffn.txtpb", overrides), 256)
+        .ffn_dim;
+  };
+  EXPECT_EQ(width_of({}), 4 * 48);
+  EXPECT_EQ(width_of({"model.ffn_activation=SWIGLU"}), 128);                    // 8/3 · 48 = 128
+  EXPECT_EQ(width_of({"model.ffn_activation=GEGLU", "model.width=256"}), 688);  // ⌈682.7⌉₈
+  EXPECT_EQ(width_of({"model.ffn_activation=SWIGLU", "model.width=50"}), 136);  // ⌈133.3⌉₈
+  // The resolved recipe (a run's recipe.txtpb) pins the same value.
+  const std::vector<std::string> swiglu = {"model.ffn_activation=SWIGLU"};
+  recipes::Recipe resolved = recipes::load_recipe_text(kNoFfnWidth, "ffn.txtpb", swiglu);
+  recipes::resolve_recipe(resolved);
+  EXPECT_EQ(resolved.model().ffn_width(), 128);
+}
+
+TEST(RecipeFields, BadBlockOptionsNameTheField) {
+  for (const std::string& override :
+       {std::string("model.norm_kind=BATCH_NORM"), std::string("model.ffn_activation=SWISH"),
+        std::string("model.bias=maybe")}) {
+    try {
+      options_with({override});
+      ADD_FAILURE() << override << " was accepted";
+    } catch (const recipes::RecipeError& error) {
+      const std::string field = override.substr(0, override.find('='));
+      EXPECT_NE(std::string(error.what()).find(field), std::string::npos) << error.what();
+    }
+  }
 }
 
 }  // namespace
