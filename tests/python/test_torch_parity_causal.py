@@ -50,6 +50,10 @@ LINEAR_CASES = {
                           update_rule="delta"),
     "gated_deltanet": ps.config(feature_map="silu", position=P(kind="none"), gating="ssd",
                                 update_rule="delta", output_gate="swish_gate"),
+    "retnet_llama_block": ps.config(feature_map="identity", position=P(kind="rope"),
+                                    decay="retnet", normalization="group_norm",
+                                    output_gate="swish_gate", bias=False, norm_kind="rms_norm",
+                                    activation="swiglu"),
 }
 SOFTMAX_CASES = {
     "softmax_nope": ps.config(attention="softmax", position=P(kind="none")),

@@ -41,6 +41,37 @@ void gemm(const GemmArgs<float>& args);
 /// f64 product (portable loop; the gradient checks run on it).
 void gemm(const GemmArgs<double>& args);
 
+/// C[M, N] (+)= A[M, K]·B[K, N] with the widest build (f32) or the portable loop (f64): A element
+/// (i, p) at a[i·ars + p·acs], B and C row-major with leading dims ldb, ldc. An empty product
+/// (M or N = 0) touches nothing; K = 0 zeroes C unless accumulating. The block products of the
+/// chunked attention kernels.
+template <typename T>
+inline void block_product(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,
+                          const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!accumulate) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = T(0);
+      }
+    }
+    return;
+  }
+  GemmArgs<T> args;
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.a = a;
+  args.a_row_stride = ars;
+  args.a_col_stride = acs;
+  args.b = b;
+  args.ldb = ldb;
+  args.c = c;
+  args.ldc = ldc;
+  args.accumulate = accumulate;
+  gemm(args);
+}
+
 /// dst[cols, rows] = src[rows, cols]ᵀ; src row i at src + i·ld_src, dst rows dense (ld = rows).
 /// The plain element loop (f64, and the portable build of the f32 one).
 template <typename T>

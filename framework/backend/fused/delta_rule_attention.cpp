@@ -51,31 +51,7 @@ DeltaDims check_inputs(const char* op, const Tensor& q, const Tensor& k, const T
   return s;
 }
 
-// C[M, N] (+)= A[M, K]·B[K, N]; A element (i, p) at a[i·ars + p·acs], B and C row-major.
-template <typename T>
-inline void block_product(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,
-                          const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    if (!accumulate) {
-      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
-    }
-    return;
-  }
-  small_gemm::GemmArgs<T> args;
-  args.m = m;
-  args.n = n;
-  args.k = k;
-  args.a = a;
-  args.a_row_stride = ars;
-  args.a_col_stride = acs;
-  args.b = b;
-  args.ldb = ldb;
-  args.c = c;
-  args.ldc = ldc;
-  args.accumulate = accumulate;
-  small_gemm::gemm(args);
-}
+using small_gemm::block_product;
 
 // One slice's dense inputs: q, k [N, F], v [N, D], beta [N], gate [N] or null.
 template <typename T>

@@ -141,25 +141,7 @@ Tensor attention_output(const Tensor& v) {
       .permute({0, 2, 1, 3});
 }
 
-// C[M, N] (+)= A[M, K]·B[K, N]; A element (i, p) at a[i·ars + p·acs], B and C row-major.
-template <typename T>
-inline void block_product(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,
-                          const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate) {
-  if (m == 0 || n == 0) return;
-  small_gemm::GemmArgs<T> args;
-  args.m = m;
-  args.n = n;
-  args.k = k;
-  args.a = a;
-  args.a_row_stride = ars;
-  args.a_col_stride = acs;
-  args.b = b;
-  args.ldb = ldb;
-  args.c = c;
-  args.ldc = ldc;
-  args.accumulate = accumulate;
-  small_gemm::gemm(args);
-}
+using small_gemm::block_product;
 
 // x[i] = e^x[i] over [n] (the arguments are ≤ 0 here): the vector f32 exp, std::exp in f64.
 inline void exp_inplace(float* x, int64_t n) {

@@ -63,24 +63,7 @@ inline void outer_accumulate(T* m, const T* a, const T* b, int64_t f, int64_t d)
 // masked triangle; 32 measured 5-10 % faster than 64 (fwd + bwd, C = 64), 16 no better.
 constexpr int64_t kRowBlock = 32;
 
-// C[M, N] (+)= A[M, K]·B[K, N]; A element (i, p) at a[i·ars + p·acs], B and C row-major.
-template <typename T>
-inline void block_product(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,
-                          const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate) {
-  small_gemm::GemmArgs<T> args;
-  args.m = m;
-  args.n = n;
-  args.k = k;
-  args.a = a;
-  args.a_row_stride = ars;
-  args.a_col_stride = acs;
-  args.b = b;
-  args.ldb = ldb;
-  args.c = c;
-  args.ldc = ldc;
-  args.accumulate = accumulate;
-  small_gemm::gemm(args);
-}
+using small_gemm::block_product;
 
 // Causal mask and decay of a score block: rows i = i0 + r, columns j = j0 + col (row-major,
 // [rows, cols], ld = cols); keeps j ≤ i (lower = true) or j ≥ i (lower = false, the transposed

@@ -175,9 +175,12 @@ class LinearAttention(nn.Module):
             self.norm = RMSNorm(e, eps=config.norm_eps)
         elif config.normalization == "group_norm":
             self.norm = nn.GroupNorm(h, e, eps=config.norm_eps)
+            if not config.bias:  # Rota's GroupNorm has no shift then (as its LayerNorms)
+                self.norm.register_parameter("bias", None)
         else:
             self.norm = None
-        self.gate_proj = nn.Linear(e, e) if config.output_gate != "no_gate" else None
+        self.gate_proj = (nn.Linear(e, e, bias=config.bias) if config.output_gate != "no_gate"
+                          else None)
         if config.decay is not None and not causal:
             raise ValueError("LinearAttention: a decay is defined for causal attention only")
         self.decay_rates = state_decay_rates(config.decay, h, layer, config.layers)
