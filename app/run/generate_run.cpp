@@ -6,6 +6,7 @@
 
 #include "app/run/exit_codes.h"
 #include "app/run/prompt.h"
+#include "app/run/text_stream.h"
 #include "app/setup/precision_setup.h"
 #include "app/tasks/causal_lm_task.h"
 #include "app/tasks/checkpoint_task.h"
@@ -40,13 +41,14 @@ int run_generation(const GenerateRequest& request) {
   options.temperature = request.temperature;
   options.top_k = request.top_k;
   options.seed = request.seed;
-  std::fputs(tokenizer.decode(prompt).c_str(), stdout);
-  // Stream the text: decode each new id as it arrives.
+  // Stream the text as it is generated, as one decode of the whole sequence would print it.
+  TextStream stream(tokenizer, prompt);
+  std::fputs(stream.start().c_str(), stdout);
   models::generate(causal->causal_lm(), prompt, options, [&](int64_t id) {
-    const int64_t one[1] = {id};
-    std::fputs(tokenizer.decode(one).c_str(), stdout);
+    std::fputs(stream.push(id).c_str(), stdout);
     std::fflush(stdout);
   });
+  std::fputs(stream.finish().c_str(), stdout);
   std::fputs("\n", stdout);
   return kExitOk;
 }
