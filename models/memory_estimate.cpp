@@ -62,8 +62,11 @@ double floats_per_token_layer(const ModelOptions& o, int64_t sequence_length, bo
     per_token = 6.0 * e + 2.0 * features + 2.0 * f;  // the widest layer's live tensors
   }
   if (is_softmax(o)) {
-    // Scores and probabilities, [H, N] per query (saved for backward, or live in inference).
-    per_token += 2.0 * static_cast<double>(o.heads) * static_cast<double>(sequence_length);
+    // Scores and probabilities, [H, N] per query (saved for backward, or live in inference);
+    // [H, W] with a sliding window W.
+    const int64_t keys =
+        o.softmax.window > 0 ? std::min(o.softmax.window, sequence_length) : sequence_length;
+    per_token += 2.0 * static_cast<double>(o.heads) * static_cast<double>(keys);
   }
   return per_token;
 }
@@ -78,17 +81,20 @@ double parameter_count(const ModelOptions& o) {
   if (const auto* learned = std::get_if<nn::LearnedPosition>(&o.position)) {
     count += static_cast<double>(learned->max_positions) * e;
   }
-  double block = 4.0 * e;          // ln1, ln2
-  block += 4.0 * (e * e + e);      // q, k, v, out projections
-  block += e * f + f + f * e + e;  // FFN
-  block += position_parameters(o);
-  if (!is_softmax(o)) {
-    if (o.attention.norm == nn::LinearAttentionNorm::kLayerNorm) block += 2.0 * e;
-    if (o.attention.norm == nn::LinearAttentionNorm::kRmsNorm) block += e;
-    if (o.attention.norm == nn::LinearAttentionNorm::kGroupNorm) block += 2.0 * e;
-    if (o.attention.output_gate != nn::OutputGate::kNone) block += e * e + e;  // gate_proj
+  for (int64_t i = 0; i < o.layers; ++i) {
+    const ModelOptions b = block_options(o, i);  // a hybrid's blocks differ
+    double block = 4.0 * e;                      // ln1, ln2
+    block += 4.0 * (e * e + e);                  // q, k, v, out projections
+    block += e * f + f + f * e + e;              // FFN
+    block += position_parameters(b);
+    if (!is_softmax(b)) {
+      if (b.attention.norm == nn::LinearAttentionNorm::kLayerNorm) block += 2.0 * e;
+      if (b.attention.norm == nn::LinearAttentionNorm::kRmsNorm) block += e;
+      if (b.attention.norm == nn::LinearAttentionNorm::kGroupNorm) block += 2.0 * e;
+      if (b.attention.output_gate != nn::OutputGate::kNone) block += e * e + e;  // gate_proj
+    }
+    count += block;
   }
-  count += static_cast<double>(o.layers) * block;
   if (is_softmax(o) && o.layers > 0) {
     if (const auto* t5 = std::get_if<nn::T5Position>(&o.position)) {
       count += static_cast<double>(t5->buckets) * static_cast<double>(o.heads);
@@ -117,10 +123,13 @@ MemoryEstimate training_memory(const ModelOptions& o, int64_t batch, int64_t seq
   m.state_bytes = m.parameters * (4.0 + 8.0 + (o.dtype == DType::kBF16 ? 2.0 : 0.0));
   const double tokens = static_cast<double>(batch) * static_cast<double>(sequence_length);
   const double bytes = o.dtype == DType::kBF16 ? 2.0 : 4.0;
-  const double per_layer = floats_per_token_layer(o, sequence_length, true);
+  double layers = 0;  // Σ over blocks (a hybrid's blocks differ)
+  for (int64_t i = 0; i < o.layers; ++i) {
+    layers += floats_per_token_layer(block_options(o, i), sequence_length, true);
+  }
   // Plus the embeddings, the final norm and the loss rows outside the blocks.
   const double outside = 4.0 * static_cast<double>(o.dim);
-  m.activation_bytes = tokens * bytes * (static_cast<double>(o.layers) * per_layer + outside);
+  m.activation_bytes = tokens * bytes * (layers + outside);
   return m;
 }
 
@@ -129,9 +138,11 @@ MemoryEstimate inference_memory(const ModelOptions& o, int64_t batch, int64_t se
   m.parameters = parameter_count(o);
   m.parameter_bytes = 4.0 * m.parameters;
   const double tokens = static_cast<double>(batch) * static_cast<double>(sequence_length);
-  m.activation_bytes =
-      tokens * 4.0 *
-      (floats_per_token_layer(o, sequence_length, false) + 4.0 * static_cast<double>(o.dim));
+  double widest = 0;  // the widest block's live tensors (a hybrid's blocks differ)
+  for (int64_t i = 0; i < o.layers; ++i) {
+    widest = std::max(widest, floats_per_token_layer(block_options(o, i), sequence_length, false));
+  }
+  m.activation_bytes = tokens * 4.0 * (widest + 4.0 * static_cast<double>(o.dim));
   return m;
 }
 

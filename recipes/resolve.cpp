@@ -24,6 +24,9 @@ bool is_optional_section(const FD& field) {
       "rota.recipes.SoftmaxAttention.streaming",
       "rota.recipes.Data.tsv",
       "rota.recipes.LinearAttention.decay",
+      "rota.recipes.Model.hybrid",
+      "rota.recipes.Hybrid.attention",
+      "rota.recipes.Hybrid.position",
   };
   return kSections.count(field.full_name()) > 0;
 }
