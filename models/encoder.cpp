@@ -46,8 +46,10 @@ Encoder::Encoder(const ModelOptions& o, bool causal, Generator& init_gen,
   }
   dropout_ = register_module("dropout", std::make_shared<nn::Dropout>(o.dropout, dropout_gen));
   blocks_ = register_module("blocks", std::make_shared<nn::ModuleList<TransformerBlock>>());
+  ROTA_CHECK(!o.hybrid || !std::holds_alternative<nn::T5Position>(o.position),
+             "model: T5's one bias table per stack cannot be used in a hybrid stack");
   SharedAttentionEncoding shared;
-  if (is_softmax(o) && std::holds_alternative<nn::T5Position>(o.position)) {
+  if (is_softmax(o) && !o.hybrid && std::holds_alternative<nn::T5Position>(o.position)) {
     // T5's bias table, one per stack (encodings.md section 6), built as a block's layer would.
     ROTA_CHECK(o.heads > 0 && o.dim > 0 && o.dim % o.heads == 0,
                "model: width {} must be a positive multiple of heads {}", o.dim, o.heads);
@@ -56,11 +58,9 @@ Encoder::Encoder(const ModelOptions& o, bool causal, Generator& init_gen,
   }
   for (int64_t i = 0; i < o.layers; ++i) {
     shared.owner = i == 0;  // the first block registers the shared table, the others borrow it
-    ModelOptions block_options = o;  // a decay schedule may depend on the block's depth
-    block_options.attention.decay.layer = i;
-    block_options.attention.decay.layers = o.layers;
-    blocks_->push_back(
-        std::make_shared<TransformerBlock>(block_options, causal, init_gen, dropout_gen, shared));
+    // The block's own attention (a hybrid's blocks differ) and decay depth.
+    blocks_->push_back(std::make_shared<TransformerBlock>(block_options(o, i), causal, init_gen,
+                                                          dropout_gen, shared));
   }
   if (o.final_norm && o.norm_placement == NormPlacement::kPre) {
     final_norm_ = register_module(
@@ -85,27 +85,38 @@ Variable Encoder::forward(const Tensor& ids, const Tensor& key_mask) const {
 }
 
 bool Encoder::supports_step() const {
-  return !is_softmax(options_);
+  if (!options_.hybrid) return !is_softmax(options_);
+  return options_.kind == ModelKind::kCausalLm;
 }
 
 EncoderState Encoder::initial_state(int64_t batch) const {
   EncoderState state;
   if (!supports_step()) return state;
-  for (const auto& block : *blocks_)
-    state.layers.push_back(block->attention().initial_state(batch));
+  for (const auto& block : *blocks_) {
+    state.layers.push_back(block->is_softmax() ? nn::LinearAttentionState{}
+                                               : block->attention().initial_state(batch));
+    state.caches.emplace_back();
+  }
   return state;
 }
 
 Tensor Encoder::step(const Tensor& ids, EncoderState& state) const {
   ROTA_CHECK(supports_step(),
-             "model: step() needs linear attention (a recurrent state); this model uses softmax "
-             "attention, so generate with full forward passes (check supports_step())");
+             "model: step() needs linear attention (a recurrent state) or a causal hybrid stack; "
+             "this model uses softmax attention, so generate with full forward passes (check "
+             "supports_step())");
   ROTA_CHECK(ids.dim() == 1, "model: step ids {} must be [B]", shape_str(ids.shape()));
   NoGradGuard no_grad;
   Tensor x = embed(ids.reshape({ids.size(0), 1}), state.position)
                  .data()
                  .reshape({ids.size(0), options_.dim});
-  for (size_t i = 0; i < blocks_->size(); ++i) x = (*blocks_)[i]->step(x, state.layers[i]);
+  ROTA_CHECK(state.layers.size() == blocks_->size() && state.caches.size() == blocks_->size(),
+             "model: step state has {} entries for {} blocks (use initial_state())",
+             state.layers.size(), blocks_->size());
+  for (size_t i = 0; i < blocks_->size(); ++i) {
+    const TransformerBlock& block = *(*blocks_)[i];
+    x = block.is_softmax() ? block.step(x, state.caches[i]) : block.step(x, state.layers[i]);
+  }
   ++state.position;
   return final_norm_ ? final_norm_->forward(Variable(x)).data() : x;
 }

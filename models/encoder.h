@@ -11,10 +11,12 @@
 
 namespace rota::models {
 
-/// Generation state of the whole trunk: one recurrent state per block (linear attention only;
-/// empty for softmax attention, which has no recurrent state).
+/// Generation state of the whole trunk, one entry per block: the recurrent state of a linear
+/// block (layers[i]) or the key/value cache of a softmax block of a hybrid stack (caches[i]);
+/// the other entry of a block stays empty. Empty for an all-softmax model (no step()).
 struct EncoderState {
   std::vector<nn::LinearAttentionState> layers;
+  std::vector<nn::SoftmaxAttentionCache> caches;
   int64_t position = 0;
 };
 
@@ -28,8 +30,9 @@ class Encoder : public nn::Module {
           std::shared_ptr<Generator> dropout_gen);
   /// ids: i64 [B, N] → hidden states [B, N, E]. key_mask: bidirectional only, [B, N].
   Variable forward(const Tensor& ids, const Tensor& key_mask = Tensor()) const;
-  /// True when step() works: linear attention (recurrent state). Softmax attention: false
-  /// (generate with full forward passes).
+  /// True when step() works: every block linear (recurrent state), or a causal hybrid stack
+  /// (linear blocks keep their recurrent state, softmax blocks a key/value cache). An
+  /// all-softmax model: false (generate with full forward passes).
   bool supports_step() const;
   EncoderState initial_state(int64_t batch) const;
   /// One token per sequence: ids [B] → hidden [B, E] (causal trunks only; no gradient).

@@ -23,8 +23,9 @@ class CausalLm : public nn::Module {
   /// `rows_per_chunk` positions at a time, so memory stays [rows_per_chunk, V] however long N.
   Tensor token_losses(const Tensor& ids, const Tensor& targets,
                       int64_t rows_per_chunk = 1024) const;
-  /// True for linear attention; false for softmax attention, whose step() throws (a generator
-  /// then runs full forward passes over the growing sequence).
+  /// True for linear attention and for hybrid stacks (softmax blocks keep a key/value cache);
+  /// false for an all-softmax model, whose step() throws (a generator then runs full forward
+  /// passes over the growing sequence).
   bool supports_step() const { return encoder_->supports_step(); }
   EncoderState initial_state(int64_t batch) const { return encoder_->initial_state(batch); }
   /// Feeds one token per sequence (ids [B]); returns next-token logits [B, V]. Throws

@@ -87,8 +87,11 @@ double floats_per_token_layer(const ModelOptions& o, int64_t sequence_length, bo
     per_token = 6.0 * e + 2.0 * features + 2.0 * f + gated;  // the widest layer's live tensors
   }
   if (is_softmax(o)) {
-    // Scores and probabilities, [H, N] per query (saved for backward, or live in inference).
-    per_token += 2.0 * static_cast<double>(o.heads) * static_cast<double>(sequence_length);
+    // Scores and probabilities, [H, N] per query (saved for backward, or live in inference);
+    // [H, W] with a sliding window W.
+    const int64_t keys =
+        o.softmax.window > 0 ? std::min(o.softmax.window, sequence_length) : sequence_length;
+    per_token += 2.0 * static_cast<double>(o.heads) * static_cast<double>(keys);
   }
   return per_token;
 }
@@ -106,22 +109,25 @@ double parameter_count(const ModelOptions& o) {
   const double bias = o.bias ? 1.0 : 0.0;
   // A block norm: γ, plus β for a LayerNorm with biases.
   const double norm = o.norm_kind == nn::NormKind::kLayerNorm ? (1.0 + bias) * e : e;
-  double block = 2.0 * norm;          // ln1, ln2
-  block += 4.0 * (e * e + bias * e);  // q, k, v, out projections
-  if (nn::is_gated(o.activation)) {
-    block += 3.0 * e * f + bias * (2.0 * f + e);  // gate_proj, up_proj, down_proj
-  } else {
-    block += 2.0 * e * f + bias * (f + e);  // fc1, fc2
+  for (int64_t i = 0; i < o.layers; ++i) {
+    const ModelOptions b = block_options(o, i);  // a hybrid's blocks differ
+    double block = 2.0 * norm;                   // ln1, ln2
+    block += 4.0 * (e * e + bias * e);           // q, k, v, out projections
+    if (nn::is_gated(b.activation)) {
+      block += 3.0 * e * f + bias * (2.0 * f + e);  // gate_proj, up_proj, down_proj
+    } else {
+      block += 2.0 * e * f + bias * (f + e);  // fc1, fc2
+    }
+    block += position_parameters(b);
+    if (!is_softmax(b)) {
+      if (b.attention.norm == nn::LinearAttentionNorm::kLayerNorm) block += (1.0 + bias) * e;
+      if (b.attention.norm == nn::LinearAttentionNorm::kRmsNorm) block += e;
+      if (b.attention.norm == nn::LinearAttentionNorm::kGroupNorm) block += (1.0 + bias) * e;
+      if (b.attention.output_gate != nn::OutputGate::kNone) block += e * e + bias * e;
+      block += state_gate_parameters(b);
+    }
+    count += block;
   }
-  block += position_parameters(o);
-  if (!is_softmax(o)) {
-    if (o.attention.norm == nn::LinearAttentionNorm::kLayerNorm) block += (1.0 + bias) * e;
-    if (o.attention.norm == nn::LinearAttentionNorm::kRmsNorm) block += e;
-    if (o.attention.norm == nn::LinearAttentionNorm::kGroupNorm) block += (1.0 + bias) * e;
-    if (o.attention.output_gate != nn::OutputGate::kNone) block += e * e + bias * e;  // gate_proj
-    block += state_gate_parameters(o);
-  }
-  count += static_cast<double>(o.layers) * block;
   if (is_softmax(o) && o.layers > 0) {
     if (const auto* t5 = std::get_if<nn::T5Position>(&o.position)) {
       count += static_cast<double>(t5->buckets) * static_cast<double>(o.heads);
@@ -150,10 +156,13 @@ MemoryEstimate training_memory(const ModelOptions& o, int64_t batch, int64_t seq
   m.state_bytes = m.parameters * (4.0 + 8.0 + (o.dtype == DType::kBF16 ? 2.0 : 0.0));
   const double tokens = static_cast<double>(batch) * static_cast<double>(sequence_length);
   const double bytes = o.dtype == DType::kBF16 ? 2.0 : 4.0;
-  const double per_layer = floats_per_token_layer(o, sequence_length, true);
+  double layers = 0;  // Σ over blocks (a hybrid's blocks differ)
+  for (int64_t i = 0; i < o.layers; ++i) {
+    layers += floats_per_token_layer(block_options(o, i), sequence_length, true);
+  }
   // Plus the embeddings, the final norm and the loss rows outside the blocks.
   const double outside = 4.0 * static_cast<double>(o.dim);
-  m.activation_bytes = tokens * bytes * (static_cast<double>(o.layers) * per_layer + outside);
+  m.activation_bytes = tokens * bytes * (layers + outside);
   return m;
 }
 
@@ -162,9 +171,11 @@ MemoryEstimate inference_memory(const ModelOptions& o, int64_t batch, int64_t se
   m.parameters = parameter_count(o);
   m.parameter_bytes = 4.0 * m.parameters;
   const double tokens = static_cast<double>(batch) * static_cast<double>(sequence_length);
-  m.activation_bytes =
-      tokens * 4.0 *
-      (floats_per_token_layer(o, sequence_length, false) + 4.0 * static_cast<double>(o.dim));
+  double widest = 0;  // the widest block's live tensors (a hybrid's blocks differ)
+  for (int64_t i = 0; i < o.layers; ++i) {
+    widest = std::max(widest, floats_per_token_layer(block_options(o, i), sequence_length, false));
+  }
+  m.activation_bytes = tokens * 4.0 * (widest + 4.0 * static_cast<double>(o.dim));
   return m;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "framework/nn/attention/linear_attention.h"
 #include "framework/nn/feed_forward.h"
@@ -26,6 +27,21 @@ struct SoftmaxModelOptions {
   /// its own chunk and stream_left_memory earlier frames (< 0: all history). 0: full attention.
   int64_t stream_chunk = 0;
   int64_t stream_left_memory = -1;
+  /// Sliding window W >= 1 (causal models): each query sees the previous W keys including
+  /// itself. 0: the full window.
+  int64_t window = 0;
+};
+
+/// The blocks of a hybrid stack that use another attention than the model's (recipe
+/// model.hybrid): their indices and their attention family, settings and position encoding.
+struct HybridOptions {
+  std::vector<int64_t> blocks;  // 0-based, ascending, unique; neither empty nor every block
+  AttentionFamily attention_family = AttentionFamily::kSoftmax;
+  nn::LinearAttentionOptions attention;  // when attention_family == kLinear
+  SoftmaxModelOptions softmax;           // when attention_family == kSoftmax
+  /// Acts in the attention of these blocks (never an absolute encoding of its own: the
+  /// model's absolute one, if any, is in the embeddings; here it means "nothing more").
+  nn::PositionEncoding position = nn::NoPosition{};
 };
 
 struct ModelOptions {
@@ -61,10 +77,24 @@ struct ModelOptions {
                                 // an encoding acting in attention (the LRPE paper's LMs keep
                                 // them)
   SoftmaxModelOptions softmax;  // used when attention_family == kSoftmax
+  /// A hybrid stack: these blocks use hybrid->attention_family / attention / softmax /
+  /// position instead of the fields above. Absent: every block is alike.
+  std::optional<HybridOptions> hybrid;
   // Classifier.
   int64_t num_classes = 2;
   Pooling pooling = Pooling::kMean;
   DType dtype = DType::kF32;
 };
+
+/// Whether block i (0-based) is one of the hybrid's blocks.
+bool is_hybrid_block(const ModelOptions& o, int64_t block);
+
+/// The options one block is built from: `o` with the hybrid's attention family, settings and
+/// position for a hybrid block, `hybrid` cleared, and the decay's depth (attention.decay.layer,
+/// .layers) set to this block. Every per-block consumer (blocks, FLOPs, memory, init) uses it.
+ModelOptions block_options(const ModelOptions& o, int64_t block);
+
+/// True when every block uses linear attention (recurrent generation without a key cache).
+bool all_blocks_linear(const ModelOptions& o);
 
 }  // namespace rota::models

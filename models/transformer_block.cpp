@@ -33,6 +33,7 @@ nn::SoftmaxAttentionOptions softmax_attention_options(const ModelOptions& o, boo
   a.causal = causal;
   a.scale = o.softmax.scale;
   a.dropout = o.softmax.dropout;
+  a.window = o.softmax.window;
   a.position = o.position;
   const ParameterInits inits = parameter_inits(o);
   a.projection_init = inits.attention_input;
@@ -140,6 +141,22 @@ Tensor TransformerBlock::step(const Tensor& x, nn::LinearAttentionState& state) 
     return (h + ffn_->forward(ln2_->forward(h))).data();
   }
   const Variable h = ln1_->forward(xv + Variable(linear_attn_->step(x, state)));
+  return ln2_->forward(h + ffn_->forward(h)).data();
+}
+
+Tensor TransformerBlock::step(const Tensor& x, nn::SoftmaxAttentionCache& cache) const {
+  ROTA_CHECK(softmax_attn_ != nullptr,
+             "TransformerBlock::step: a key/value cache is for softmax blocks; this block uses "
+             "linear attention (pass its LinearAttentionState)");
+  ROTA_CHECK(softmax_options_.stream_chunk == 0,
+             "TransformerBlock::step: streaming softmax blocks cannot be stepped token by token");
+  NoGradGuard no_grad;
+  const Variable xv(x);
+  if (placement_ == NormPlacement::kPre) {
+    const Variable h = xv + Variable(softmax_attn_->step(ln1_->forward(xv).data(), cache));
+    return (h + ffn_->forward(ln2_->forward(h))).data();
+  }
+  const Variable h = ln1_->forward(xv + Variable(softmax_attn_->step(x, cache)));
   return ln2_->forward(h + ffn_->forward(h)).data();
 }
 

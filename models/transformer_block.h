@@ -42,6 +42,9 @@ class TransformerBlock : public nn::Module {
   /// One token: x [B, E] with this block's recurrent state (no gradient). Linear attention only:
   /// throws rota::Error for softmax attention.
   Tensor step(const Tensor& x, nn::LinearAttentionState& state) const;
+  /// One token through a causal softmax block: x [B, E] with this block's key/value cache (no
+  /// gradient; no streaming). Throws rota::Error for linear attention.
+  Tensor step(const Tensor& x, nn::SoftmaxAttentionCache& cache) const;
   bool is_softmax() const { return softmax_attn_ != nullptr; }
   /// The linear attention; throws rota::Error for a softmax block.
   const nn::LinearAttention& attention() const;

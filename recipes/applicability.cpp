@@ -144,8 +144,18 @@ const std::map<std::string, Rule>& rules() {
          return unless(schedule.kind() != Schedule::CONSTANT,
                        "a CONSTANT schedule has no minimum lr");
        })},
+      {"rota.recipes.SoftmaxAttention.window",
+       rule<SoftmaxAttention>([](const Recipe& recipe, const SoftmaxAttention&) {
+         return unless(recipe.model().kind() == Model::CAUSAL_LM,
+                       "a sliding window (the previous W keys) is defined for CAUSAL_LM models "
+                       "only");
+       })},
       {"rota.recipes.Position.add_sinusoidal",
-       rule<Position>([](const Recipe&, const Position& position) -> Reason {
+       rule<Position>([](const Recipe& recipe, const Position& position) -> Reason {
+         if (&position != &recipe.model().position()) {
+           return "absolute embeddings are added once for the whole stack: set add_sinusoidal "
+                  "in model.position";
+         }
          switch (position.encoding_case()) {
            case Position::kNone:
              return "NoPE has no positions; for sinusoidal positions use `sinusoidal {}`";

@@ -25,6 +25,9 @@ bool is_optional_section(const FD& field) {
       "rota.recipes.Data.tsv",
       "rota.recipes.LinearAttention.decay",
       "rota.recipes.LinearAttention.gating",
+      "rota.recipes.Model.hybrid",
+      "rota.recipes.Hybrid.attention",
+      "rota.recipes.Hybrid.position",
   };
   return kSections.count(field.full_name()) > 0;
 }

@@ -104,13 +104,11 @@ std::string encoding_names() {
 }
 
 /// Why the linear-attention features can be negative, or "" when they cannot.
-std::string signed_feature_reason(const Model& model) {
-  const LinearAttention& linear = model.attention().linear();
+std::string signed_feature_reason(const LinearAttention& linear, const Position& position) {
   if (linear.feature_map() == LinearAttention::SILU ||
       linear.feature_map() == LinearAttention::IDENTITY) {
     return "feature map " + LinearAttention::FeatureMap_Name(linear.feature_map()) + " is signed";
   }
-  const Position& position = model.position();
   if (position.has_rope()) return "RoPE rotations make the features signed";
   if (position.has_lrpe()) {
     const Lrpe& lrpe = position.lrpe();
@@ -124,11 +122,12 @@ std::string signed_feature_reason(const Model& model) {
   return "";
 }
 
-void check_linear_attention(Checker& check, const Model& model) {
-  const std::string path = "model.attention.linear";
-  const LinearAttention& linear = model.attention().linear();
+/// The linear attention at `path` (model.attention.linear or model.hybrid.attention.linear)
+/// with the position its blocks use.
+void check_linear_attention(Checker& check, const LinearAttention& linear, const Position& position,
+                            const std::string& path) {
   check.at_least(path + ".chunk_size", linear.chunk_size(), 1);
-  if (linear.has_decay() && model.position().has_permute_former()) {
+  if (linear.has_decay() && position.has_permute_former()) {
     check.fail(path + ".decay",
                "permute_former brings its own per-head decay; drop the decay or choose another "
                "position");
@@ -153,7 +152,7 @@ void check_linear_attention(Checker& check, const Model& model) {
                  "a data-dependent gate or the DELTA rule does not combine with a fixed decay "
                  "(drop `decay`)");
     }
-    if (model.position().has_permute_former()) {
+    if (position.has_permute_former()) {
       check.fail(path + field, "does not combine with permute_former's own decay");
     }
     if (linear.normalization() == LinearAttention::DENOMINATOR) {
@@ -163,7 +162,7 @@ void check_linear_attention(Checker& check, const Model& model) {
   }
   if (linear.normalization() == LinearAttention::DENOMINATOR) {
     check.positive(path + ".denominator_eps", linear.denominator_eps());
-    const std::string reason = signed_feature_reason(model);
+    const std::string reason = signed_feature_reason(linear, position);
     if (!reason.empty()) {
       check.fail(path + ".normalization", "the DENOMINATOR needs non-negative features, but " +
                                               reason + "; use LAYER_NORM or RMS_NORM");
@@ -171,9 +170,9 @@ void check_linear_attention(Checker& check, const Model& model) {
   }
 }
 
-void check_softmax_attention(Checker& check, const Model& model) {
-  const std::string path = "model.attention.softmax";
-  const SoftmaxAttention& softmax = model.attention().softmax();
+/// The softmax attention at `path` (model.attention.softmax or model.hybrid.attention.softmax).
+void check_softmax_attention(Checker& check, const SoftmaxAttention& softmax,
+                             const std::string& path) {
   if (softmax.has_scale()) {
     if (!std::isfinite(softmax.scale())) {
       check.fail(path + ".scale", "must be finite (got " + num(softmax.scale()) + ")");
@@ -186,14 +185,21 @@ void check_softmax_attention(Checker& check, const Model& model) {
     check.at_least(path + ".streaming.chunk", softmax.streaming().chunk(), 1);
     check.at_least(path + ".streaming.left_memory", softmax.streaming().left_memory(), -1);
   }
+  if (softmax.has_window()) {
+    check.at_least(path + ".window", softmax.window(), 1);
+    if (softmax.has_streaming()) {
+      check.fail(path + ".window",
+                 "a sliding window and streaming are two visibility rules; choose one");
+    }
+  }
 }
 
-void check_position(Checker& check, const Recipe& recipe) {
+/// The position at `path` (model.position, or model.hybrid.position with `linear` the family
+/// of the hybrid's blocks).
+void check_position(Checker& check, const Recipe& recipe, const Position& position, bool linear,
+                    const std::string& path) {
   const Model& model = recipe.model();
-  const Position& position = model.position();
   const int sequence_length = recipe.data().sequence_length();
-  const bool linear = uses_linear_attention(model);
-  const std::string path = "model.position";
   auto needs_linear = [&](const std::string& member, const std::string& what) {
     if (!linear) {
       check.fail(path + "." + member,
@@ -313,6 +319,107 @@ void check_position(Checker& check, const Recipe& recipe) {
   }
 }
 
+/// model.hybrid: the blocks it selects and their attention and position (the ones in
+/// model.hybrid.position, or model.position when it is absent).
+void check_hybrid(Checker& check, const Recipe& recipe) {
+  const Model& model = recipe.model();
+  const Hybrid& hybrid = model.hybrid();
+  const std::string path = "model.hybrid";
+  const int layers = model.layers();
+  if (layers < 2) {
+    check.fail(path, "a hybrid stack mixes blocks, and this model has " + num(layers) +
+                         " layer(s) (model.layers must be >= 2)");
+    return;
+  }
+  std::set<int> selected;
+  if (hybrid.has_every()) {
+    if (hybrid.every() < 2) {
+      check.fail(path + ".every", "must be >= 2 (got " + num(hybrid.every()) +
+                                      "; every block alike: set model.attention instead)");
+    } else {
+      for (int i = hybrid.every() - 1; i < layers; i += hybrid.every()) selected.insert(i);
+    }
+  }
+  for (int i = 0; i < hybrid.blocks_size(); ++i) {
+    const std::string at = path + ".blocks[" + num(i) + "]";
+    const int block = hybrid.blocks(i);
+    if (block < 0 || block >= layers) {
+      check.fail(at, "block " + num(block) + " is not in [0, " + num(layers) +
+                         ") (0-based; model.layers is " + num(layers) + ")");
+      continue;
+    }
+    for (int j = 0; j < i; ++j) {
+      if (hybrid.blocks(j) == block) check.fail(at, "block " + num(block) + " is listed twice");
+    }
+    selected.insert(block);
+  }
+  if (!hybrid.has_every() && hybrid.blocks_size() == 0) {
+    check.fail(path, "selects no block: set every, blocks or both");
+  } else if (hybrid.has_every() && hybrid.every() >= 2 && hybrid.blocks_size() == 0 &&
+             selected.empty()) {
+    check.fail(path + ".every",
+               "every " + num(hybrid.every()) + " selects no block of " + num(layers) + " layers");
+  } else if (static_cast<int>(selected.size()) == layers) {
+    check.fail(path, "selects every block; set model.attention (and model.position) instead");
+  }
+  if (!hybrid.has_attention() || hybrid.attention().kind_case() == Attention::KIND_NOT_SET) {
+    check.fail(path + ".attention",
+               "required: the attention of the selected blocks (linear {} "
+               "or softmax {})");
+    return;
+  }
+  const bool linear = !hybrid.attention().has_softmax();
+  const std::string family = linear ? "linear" : "softmax";
+  const Position& position = hybrid.has_position() ? hybrid.position() : model.position();
+  if (hybrid.has_position()) {
+    const Position& own = hybrid.position();
+    if (own.has_sinusoidal() || own.has_learned_absolute()) {
+      check.fail(path + ".position",
+                 "absolute encodings are added to the token embeddings once for the whole "
+                 "stack; set them in model.position (leave model.hybrid.position out, or choose "
+                 "an encoding that acts in the attention)");
+    } else if (own.has_t5()) {
+      check.fail(path + ".position.t5",
+                 "T5 shares one bias table across the stack; it cannot be used in a hybrid");
+    } else {
+      check_position(check, recipe, own, linear, path + ".position");
+    }
+  } else {
+    const bool absolute = position.has_sinusoidal() || position.has_learned_absolute();
+    const bool applies = absolute || position.has_none() || position.has_rope() ||
+                         (linear ? position.has_lrpe() || position.has_permute_former()
+                                 : !position.has_lrpe() && !position.has_permute_former());
+    if (!applies) {
+      check.fail(path + ".position", "absent, so the " + family +
+                                         " blocks would use model.position, which does "
+                                         "not apply to " +
+                                         family + " attention; set model.hybrid.position");
+    } else if (position.has_t5()) {
+      check.fail(path + ".position",
+                 "absent, so the blocks would share model.position's T5 table; T5 (one bias "
+                 "table per stack) cannot be used in a hybrid");
+    }
+  }
+  if (model.position().has_t5()) {
+    check.fail("model.position.t5",
+               "T5 shares one bias table across the stack; it cannot be used with model.hybrid");
+  }
+  if (linear) {
+    check_linear_attention(check, hybrid.attention().linear(), position,
+                           path + ".attention.linear");
+  } else {
+    check_softmax_attention(check, hybrid.attention().softmax(), path + ".attention.softmax");
+  }
+  const auto no_streaming = [&](const Attention& a, const std::string& at) {
+    if (a.has_softmax() && a.softmax().has_streaming()) {
+      check.fail(at + ".softmax.streaming",
+                 "streaming chunk visibility is not supported in a hybrid stack");
+    }
+  };
+  no_streaming(hybrid.attention(), path + ".attention");
+  no_streaming(model.attention(), "model.attention");
+}
+
 void check_model(Checker& check, const Recipe& recipe) {
   const Model& model = recipe.model();
   check.at_least("model.width", model.width(), 1);
@@ -327,11 +434,13 @@ void check_model(Checker& check, const Recipe& recipe) {
   check.below_one("model.dropout", model.dropout());
   check.positive("model.init_std", model.init_std());
   if (model.attention().has_softmax()) {
-    check_softmax_attention(check, model);
+    check_softmax_attention(check, model.attention().softmax(), "model.attention.softmax");
   } else {
-    check_linear_attention(check, model);
+    check_linear_attention(check, model.attention().linear(), model.position(),
+                           "model.attention.linear");
   }
-  check_position(check, recipe);
+  check_position(check, recipe, model.position(), uses_linear_attention(model), "model.position");
+  if (model.has_hybrid()) check_hybrid(check, recipe);
   if (model.kind() == Model::CLASSIFIER) {
     if (!model.classifier().has_num_classes()) {
       check.fail("model.classifier.num_classes", "required for kind CLASSIFIER");

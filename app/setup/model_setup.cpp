@@ -2,6 +2,9 @@
 #include "app/setup/model_setup.h"
 
 #include <optional>
+#include <set>
+#include <string>
+#include <variant>
 
 #include "recipes/resolve.h"
 
@@ -159,79 +162,150 @@ std::optional<nn::PositionEncoding> position_of(const recipes::Position& p) {
   return std::nullopt;
 }
 
-/// Linear attention and its position encoding (the softmax-only encodings are rejected).
-void set_linear_attention(const recipes::Model& m, models::ModelOptions& o) {
-  o.attention_family = models::AttentionFamily::kLinear;
-  const recipes::LinearAttention& la = m.attention().linear();
-  o.attention.feature_map = feature_map_of(la.feature_map());
-  o.attention.norm = norm_of(la.normalization());
-  o.attention.denominator_eps = la.denominator_eps();
-  o.attention.chunk_size = la.chunk_size();
+/// The recipe's linear attention settings (`path` names it in messages).
+void set_linear_attention(const recipes::LinearAttention& la, nn::LinearAttentionOptions& a) {
+  a.feature_map = feature_map_of(la.feature_map());
+  a.norm = norm_of(la.normalization());
+  a.denominator_eps = la.denominator_eps();
+  a.chunk_size = la.chunk_size();
   if (la.has_decay()) {
-    o.attention.decay.schedule = la.decay().schedule() == recipes::Decay::TRANSNORMER
-                                     ? nn::DecaySchedule::kTransNormer
-                                     : nn::DecaySchedule::kRetNet;
-    o.attention.decay.learnable = la.decay().learnable();
+    a.decay.schedule = la.decay().schedule() == recipes::Decay::TRANSNORMER
+                           ? nn::DecaySchedule::kTransNormer
+                           : nn::DecaySchedule::kRetNet;
+    a.decay.learnable = la.decay().learnable();
   }
   if (la.gating().has_gla()) {
-    o.attention.state_gate.gating = nn::StateGating::kGla;
-    o.attention.state_gate.gla_rank = la.gating().gla().rank();
-    o.attention.state_gate.gla_temperature = la.gating().gla().temperature();
+    a.state_gate.gating = nn::StateGating::kGla;
+    a.state_gate.gla_rank = la.gating().gla().rank();
+    a.state_gate.gla_temperature = la.gating().gla().temperature();
   } else if (la.gating().has_ssd()) {
-    o.attention.state_gate.gating = nn::StateGating::kSsd;
+    a.state_gate.gating = nn::StateGating::kSsd;
   }
-  o.attention.state_gate.rule = la.update_rule() == recipes::LinearAttention::DELTA
-                                    ? nn::UpdateRule::kDelta
-                                    : nn::UpdateRule::kAdditive;
+  a.state_gate.rule = la.update_rule() == recipes::LinearAttention::DELTA
+                          ? nn::UpdateRule::kDelta
+                          : nn::UpdateRule::kAdditive;
   switch (la.output_gate()) {
     case recipes::LinearAttention::NO_GATE:
-      o.attention.output_gate = nn::OutputGate::kNone;
+      a.output_gate = nn::OutputGate::kNone;
       break;
     case recipes::LinearAttention::SWISH_GATE:
-      o.attention.output_gate = nn::OutputGate::kSwish;
+      a.output_gate = nn::OutputGate::kSwish;
       break;
     case recipes::LinearAttention::SIGMOID_GATE:
-      o.attention.output_gate = nn::OutputGate::kSigmoid;
+      a.output_gate = nn::OutputGate::kSigmoid;
       break;
   }
-  const std::optional<nn::PositionEncoding> position = position_of(m.position());
-  if (!position || !nn::applies_to_linear(*position)) {
-    fail(
-        "model.position: this encoding applies to softmax attention only, and this model "
-        "uses linear attention");
-  }
-  o.position = *position;
 }
 
-/// Softmax attention (scale, dropout, streaming) and its encoding (the linear-only encodings
-/// are rejected, naming the field).
-void set_softmax_attention(const recipes::Model& m, models::ModelOptions& o) {
-  o.attention_family = models::AttentionFamily::kSoftmax;
-  const recipes::SoftmaxAttention& sa = m.attention().softmax();
-  models::SoftmaxModelOptions& s = o.softmax;
+/// The recipe's softmax attention settings (scale, dropout, streaming, window).
+void set_softmax_attention(const recipes::SoftmaxAttention& sa, models::SoftmaxModelOptions& s) {
   if (sa.has_scale()) s.scale = sa.scale();
   s.dropout = sa.dropout();
   if (sa.has_streaming()) {
     s.stream_chunk = sa.streaming().chunk();
     s.stream_left_memory = sa.streaming().left_memory();
   }
-  const recipes::Position& p = m.position();
+  if (sa.has_window()) s.window = sa.window();
+}
+
+/// The encoding at `path` (model.position or model.hybrid.position) for blocks of `family`;
+/// the encodings of the other family are refused, naming the field.
+nn::PositionEncoding position_for(const recipes::Position& p, models::AttentionFamily family,
+                                  const std::string& path) {
+  const std::optional<nn::PositionEncoding> position = position_of(p);
+  if (!position) fail("{}: no positional encoding chosen (none {{}} is NoPE)", path);
+  if (family == models::AttentionFamily::kLinear) {
+    if (!nn::applies_to_linear(*position)) {
+      fail(
+          "{}: this encoding applies to softmax attention only, and these blocks use linear "
+          "attention",
+          path);
+    }
+    return *position;
+  }
   switch (p.encoding_case()) {
     case recipes::Position::kLrpe:
       fail(
-          "model.position.lrpe: LRPE acts on linear-attention features, and this model uses "
-          "softmax attention (model.attention.softmax); use attention {{ linear {{}} }} or a "
-          "softmax encoding (rope, shaw, transformer_xl, skew, t5, alibi)");
+          "{}.lrpe: LRPE acts on linear-attention features, and these blocks use softmax "
+          "attention; use attention {{ linear {{}} }} or a softmax encoding (rope, shaw, "
+          "transformer_xl, skew, t5, alibi)",
+          path);
     case recipes::Position::kPermuteFormer:
       fail(
-          "model.position.permute_former: PermuteFormer acts on linear-attention features, and "
-          "this model uses softmax attention (model.attention.softmax); use attention {{ linear "
-          "{{}} }} or a softmax encoding (rope, shaw, transformer_xl, skew, t5, alibi)");
-    case recipes::Position::ENCODING_NOT_SET:
-      fail("model.position: no positional encoding chosen (none {{}} is NoPE)");
+          "{}.permute_former: PermuteFormer acts on linear-attention features, and these blocks "
+          "use softmax attention; use attention {{ linear {{}} }} or a softmax encoding (rope, "
+          "shaw, transformer_xl, skew, t5, alibi)",
+          path);
     default:
-      o.position = *position_of(p);
+      return *position;
   }
+}
+
+/// One attention (model.attention or model.hybrid.attention): its family and settings.
+models::AttentionFamily set_attention(const recipes::Attention& attention,
+                                      nn::LinearAttentionOptions& linear,
+                                      models::SoftmaxModelOptions& softmax) {
+  if (attention.has_softmax()) {
+    set_softmax_attention(attention.softmax(), softmax);
+    return models::AttentionFamily::kSoftmax;
+  }
+  set_linear_attention(attention.linear(), linear);
+  return models::AttentionFamily::kLinear;
+}
+
+/// model.hybrid: the selected blocks (the union of `every` and `blocks`), their attention and
+/// their position (model.hybrid.position, or model.position when it is absent).
+models::HybridOptions hybrid_of(const recipes::Model& m, const models::ModelOptions& o) {
+  const recipes::Hybrid& h = m.hybrid();
+  if (m.layers() < 2) {
+    fail("model.hybrid: a hybrid stack needs model.layers >= 2 (got {})", m.layers());
+  }
+  std::set<int64_t> blocks;
+  if (h.has_every()) {
+    if (h.every() < 2) fail("model.hybrid.every: must be >= 2 (got {})", h.every());
+    for (int64_t i = h.every() - 1; i < m.layers(); i += h.every()) blocks.insert(i);
+  }
+  for (int i = 0; i < h.blocks_size(); ++i) {
+    if (h.blocks(i) < 0 || h.blocks(i) >= m.layers()) {
+      fail("model.hybrid.blocks[{}]: block {} is not in [0, {})", i, h.blocks(i), m.layers());
+    }
+    if (!blocks.insert(h.blocks(i)).second && !h.has_every()) {
+      fail("model.hybrid.blocks[{}]: block {} is listed twice", i, h.blocks(i));
+    }
+  }
+  if (blocks.empty()) fail("model.hybrid: selects no block (set every, blocks or both)");
+  if (static_cast<int64_t>(blocks.size()) == m.layers()) {
+    fail("model.hybrid: selects every block; set model.attention (and model.position) instead");
+  }
+  if (!h.has_attention() || h.attention().kind_case() == recipes::Attention::KIND_NOT_SET) {
+    fail("model.hybrid.attention: required (linear {{}} or softmax {{}})");
+  }
+  models::HybridOptions out;
+  out.blocks.assign(blocks.begin(), blocks.end());
+  out.attention = o.attention;  // norm_eps and the defaults of the model's layer
+  out.attention_family = set_attention(h.attention(), out.attention, out.softmax);
+  if (h.has_position()) {
+    const recipes::Position& p = h.position();
+    if (p.has_sinusoidal() || p.has_learned_absolute()) {
+      fail(
+          "model.hybrid.position: absolute encodings are added to the embeddings once for the "
+          "whole stack; set them in model.position");
+    }
+    out.position = position_for(p, out.attention_family, "model.hybrid.position");
+  } else {
+    out.position = position_for(m.position(), out.attention_family,
+                                "model.hybrid.position (absent, so model.position)");
+  }
+  if (std::holds_alternative<nn::T5Position>(out.position) ||
+      std::holds_alternative<nn::T5Position>(o.position)) {
+    fail(
+        "model.hybrid: T5 shares one bias table across the stack and cannot be used in a "
+        "hybrid stack");
+  }
+  if (o.softmax.stream_chunk > 0 || out.softmax.stream_chunk > 0) {
+    fail("model.hybrid: streaming chunk visibility is not supported in a hybrid stack");
+  }
+  return out;
 }
 
 }  // namespace
@@ -269,11 +343,9 @@ models::ModelOptions model_options_from_recipe(const recipes::Recipe& recipe, in
   o.tie_embeddings = m.tie_embeddings();
   o.init_scheme = init_scheme_of(m.init_scheme());
   o.init_std = m.init_std();
-  if (m.attention().has_softmax()) {
-    set_softmax_attention(m, o);
-  } else {
-    set_linear_attention(m, o);
-  }
+  o.attention_family = set_attention(m.attention(), o.attention, o.softmax);
+  o.position = position_for(m.position(), o.attention_family, "model.position");
+  if (m.has_hybrid()) o.hybrid = hybrid_of(m, o);
   o.add_sinusoidal = m.position().add_sinusoidal();
   if (m.has_classifier()) {
     o.num_classes = m.classifier().num_classes();

@@ -269,6 +269,103 @@ TEST(SoftmaxCausalLm, HasNoRecurrentStep) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Hybrid stacks: linear blocks keep their recurrent state, softmax blocks a key/value cache.
+
+struct HybridCase {
+  std::string name;
+  DType dtype;
+  ModelOptions options;
+};
+
+std::ostream& operator<<(std::ostream& os, const HybridCase& c) {
+  return os << c.name;
+}
+
+std::vector<HybridCase> hybrid_cases() {
+  std::vector<HybridCase> cases;
+  for (DType dtype : {DType::kF64, DType::kF32}) {
+    const std::string suffix = dtype == DType::kF64 ? "F64" : "F32";
+    // Linear LRPE stack, every second block softmax with RoPE (blocks 1 and 3 of 4).
+    ModelOptions o = tiny_causal_lm(dtype);
+    o.layers = 4;
+    o.position = lrpe_householder(backend::LrpeCore::kOrthogonal);
+    models::HybridOptions h;
+    h.blocks = {1, 3};
+    h.attention_family = AttentionFamily::kSoftmax;
+    h.position = nn::RopePosition{};
+    o.hybrid = h;
+    cases.push_back({"LinearLrpeEverySecondSoftmaxRope" + suffix, dtype, o});
+    // A sliding window shorter than the generated text: the cache drops old keys.
+    o.hybrid->softmax.window = 4;
+    cases.push_back({"SoftmaxRopeWindow4" + suffix, dtype, o});
+    // Sinusoidal embeddings for the whole stack, a windowed Shaw block (its own mask path).
+    ModelOptions s = tiny_causal_lm(dtype);
+    s.layers = 3;
+    s.position = nn::SinusoidalPosition{};
+    models::HybridOptions shaw_block;
+    shaw_block.blocks = {0};
+    shaw_block.attention_family = AttentionFamily::kSoftmax;
+    nn::ShawPosition shaw;
+    shaw.clip = 3;
+    shaw.values = true;
+    shaw_block.position = shaw;
+    shaw_block.softmax.window = 5;
+    s.hybrid = shaw_block;
+    cases.push_back({"SinusoidalShawWindow5" + suffix, dtype, s});
+    // A softmax ALiBi stack with one linear LRPE block (decay by depth, output gate).
+    ModelOptions a = tiny_causal_lm(dtype);
+    a.layers = 3;
+    a.attention_family = AttentionFamily::kSoftmax;
+    a.position = nn::AlibiPosition{};
+    models::HybridOptions lin;
+    lin.blocks = {1};
+    lin.attention_family = AttentionFamily::kLinear;
+    lin.attention.chunk_size = 8;
+    lin.attention.decay.schedule = nn::DecaySchedule::kTransNormer;
+    lin.attention.output_gate = nn::OutputGate::kSwish;
+    lin.position = lrpe_householder(backend::LrpeCore::kUnitary);
+    a.hybrid = lin;
+    cases.push_back({"SoftmaxAlibiWithLinearLrpeBlock" + suffix, dtype, a});
+  }
+  return cases;
+}
+
+class HybridGreedyGeneration : public ::testing::TestWithParam<HybridCase> {};
+
+TEST_P(HybridGreedyGeneration, EqualsArgmaxOfFullForwardAndStepLogitsMatch) {
+  const HybridCase& c = GetParam();
+  Generator init_gen(41);
+  CausalLm model(c.options, init_gen, nullptr);
+  model.eval();
+  ASSERT_TRUE(model.supports_step());
+  int64_t softmax_blocks = 0;
+  for (int64_t i = 0; i < model.encoder().num_blocks(); ++i) {
+    softmax_blocks += model.encoder().block(i).is_softmax();
+  }
+  ASSERT_GT(softmax_blocks, 0);
+  ASSERT_LT(softmax_blocks, model.encoder().num_blocks());
+  Generator prompt_gen(42);
+  const std::vector<int64_t> prompt = random_prompt(prompt_gen);
+  const Tolerance tol = tolerance_for(c.dtype);
+
+  GenerationOptions options;
+  options.tokens = kGenerated;
+  options.temperature = 0;
+  const std::vector<int64_t> generated = models::generate(model, prompt, options);
+  const std::vector<int64_t> reference = greedy_by_full_forward(model, prompt, kGenerated, tol);
+  EXPECT_EQ(generated, reference) << c.name;
+
+  std::vector<int64_t> sequence = prompt;
+  sequence.insert(sequence.end(), reference.begin(), reference.end());
+  expect_step_logits_equal_forward(model, sequence, tol, c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stacks, HybridGreedyGeneration, ::testing::ValuesIn(hybrid_cases()),
+                         [](const ::testing::TestParamInfo<HybridCase>& info) {
+                           return info.param.name;
+                         });
+
+// ---------------------------------------------------------------------------------------------
 // Sampled generation follows the same draws as a full-forward reference with the same seed.
 
 class SampledGeneration : public ::testing::TestWithParam<AttentionFamily> {};

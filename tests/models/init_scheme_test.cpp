@@ -275,5 +275,22 @@ TEST(InitSchemes, SoftmaxAttentionProjectionsFollowTheScheme) {
   EXPECT_EQ(kinds.at(Kind::kAttentionOutputWeight), kLayers);
 }
 
+// A hybrid stack: the softmax block and the gated linear block each follow the scheme (GPT2's
+// residual scaling by the whole stack's depth included).
+TEST_P(InitSchemes, HybridStackBlocksFollowTheScheme) {
+  Generator gen(9);
+  ModelOptions o = options(GetParam(), models::ModelKind::kCausalLm);
+  o.attention.output_gate = nn::OutputGate::kSwish;  // block 0: linear with a gate
+  models::HybridOptions h;                           // block 1: softmax with RoPE
+  h.blocks = {1};
+  h.attention_family = models::AttentionFamily::kSoftmax;
+  h.position = nn::RopePosition{};
+  o.hybrid = h;
+  const models::CausalLm lm(o, gen, nullptr);
+  const std::map<Kind, int> kinds = check_model(lm, GetParam());
+  EXPECT_EQ(kinds.at(Kind::kAttentionInputWeight), 4 + 3);  // q, k, v, gate; q, k, v
+  EXPECT_EQ(kinds.at(Kind::kAttentionOutputWeight), kLayers);
+}
+
 }  // namespace
 }  // namespace rota

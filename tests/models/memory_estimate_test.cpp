@@ -150,6 +150,25 @@ std::vector<Case> cases() {
     softmax("xl_pe8", xl);
     softmax("skew", nn::SkewPosition{9, false});
     softmax("skew_per_head", nn::SkewPosition{9, true});
+    // Hybrid stacks: a softmax RoPE block in a linear stack, linear LRPE blocks (with a gate) in
+    // a softmax ALiBi stack.
+    o = base(kind);
+    HybridOptions rope_block;
+    rope_block.blocks = {1};
+    rope_block.attention_family = AttentionFamily::kSoftmax;
+    rope_block.position = nn::RopePosition{};
+    o.hybrid = rope_block;
+    add("hybrid_softmax_rope_block", o);
+    o = base(kind);
+    o.attention_family = AttentionFamily::kSoftmax;
+    o.position = nn::AlibiPosition{};
+    HybridOptions lrpe_blocks;
+    lrpe_blocks.blocks = {0, 2};
+    lrpe_blocks.attention_family = AttentionFamily::kLinear;
+    lrpe_blocks.attention.output_gate = nn::OutputGate::kSwish;
+    lrpe_blocks.position = nn::LrpeOptions{};
+    o.hybrid = lrpe_blocks;
+    add("hybrid_linear_lrpe_blocks", o);
   }
   return all;
 }
@@ -219,6 +238,24 @@ TEST(MemoryEstimate, TrainingAddsStateAndActivationsThatScaleWithTokensAndLayers
   const double short_per_token = training_memory(softmax, 1, 64).activation_bytes / 64;
   const double long_per_token = training_memory(softmax, 1, 1024).activation_bytes / 1024;
   EXPECT_GT(long_per_token, 2.0 * short_per_token);
+  // A sliding window W stops the scores growing with N: per token the same at N = W and 16·W.
+  ModelOptions windowed = softmax;
+  windowed.softmax.window = 64;
+  EXPECT_DOUBLE_EQ(training_memory(windowed, 1, 1024).activation_bytes / 1024, short_per_token);
+  // A hybrid stack's activations are the sum of its blocks': one softmax block of three.
+  ModelOptions hybrid = o;
+  HybridOptions h;
+  h.blocks = {1};
+  h.attention_family = AttentionFamily::kSoftmax;
+  h.position = nn::NoPosition{};
+  hybrid.hybrid = h;
+  ModelOptions linear_nope = o;
+  linear_nope.position = nn::NoPosition{};
+  hybrid.position = nn::NoPosition{};
+  const double expected = (2.0 * training_memory(linear_nope, 4, 64).activation_bytes +
+                           training_memory(softmax, 4, 64).activation_bytes) /
+                          3.0;
+  EXPECT_NEAR(training_memory(hybrid, 4, 64).activation_bytes, expected, 1e-9 * expected);
 }
 
 }  // namespace

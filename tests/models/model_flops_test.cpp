@@ -79,5 +79,33 @@ TEST(ModelFlops, GatedFfnCountsThreeMatricesPlainTwo) {
                    training_flops_per_token(bidirectional_nope(nn::Activation::kSwiglu), 16));
 }
 
+TEST(ModelFlops, HybridStackSumsItsBlocksAndAWindowCountsOnlyTheKeysInIt) {
+  ModelOptions o;
+  o.vocab_size = 50;
+  o.dim = 16;
+  o.layers = 3;
+  o.heads = 2;
+  o.ffn_dim = 24;
+  o.position = nn::NoPosition{};
+  o.attention.chunk_size = 8;
+  HybridOptions h;
+  h.blocks = {1};
+  h.attention_family = AttentionFamily::kSoftmax;
+  h.position = nn::RopePosition{};
+  o.hybrid = h;
+  const int64_t n = 32;
+  const double d = 8, chunk = 8, heads = 2;
+  const double linear = 2.0 * chunk * d + 4.0 * d * d;  // per head, per linear block
+  // Causal softmax: (N + 1)/2 keys per query on average is counted as N/2.
+  double softmax = 4.0 * (n / 2.0) * d;
+  EXPECT_DOUBLE_EQ(training_flops_per_token(o, n),
+                   six_n(o) + 3.0 * heads * (2.0 * linear + softmax));
+  // A window W = 4: query i sees min(i + 1, W) keys, Σ_i / N = W − W(W − 1)/(2N).
+  o.hybrid->softmax.window = 4;
+  softmax = 4.0 * (4.0 - 4.0 * 3.0 / (2.0 * n)) * d;
+  EXPECT_DOUBLE_EQ(training_flops_per_token(o, n),
+                   six_n(o) + 3.0 * heads * (2.0 * linear + softmax));
+}
+
 }  // namespace
 }  // namespace rota::models

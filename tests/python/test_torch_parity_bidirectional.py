@@ -8,6 +8,7 @@ import parity_support as ps  # noqa: E402
 import rota.torch as rt  # noqa: E402
 
 P = rt.PositionConfig
+H = rt.HybridConfig
 MASKED_CASES = {
     "mlm_lrpe2": ps.config("masked_lm"),
     "mlm_lrpe1_frozen": ps.config("masked_lm", position=P(kind="lrpe", type=1,
@@ -35,6 +36,10 @@ MASKED_CASES = {
     "mlm_softmax_alibi": ps.config("masked_lm", attention="softmax", position=P(kind="alibi")),
     "mlm_softmax_rope_streaming": ps.config("masked_lm", attention="softmax",
                                             position=P(kind="rope"), stream_chunk=5),
+    # A hybrid stack with padded batches: a softmax Shaw block between linear LRPE blocks.
+    "mlm_hybrid_lrpe_softmax_shaw": ps.config(
+        "masked_lm", layers=3, hybrid=H(blocks=[1], attention="softmax",
+                                        position=P(kind="shaw", clip=3, values=True))),
 }
 CLASSIFIER_CASES = {
     "cls_lrpe2_mean": ps.config("classifier"),
@@ -59,6 +64,9 @@ CLASSIFIER_CASES = {
                                 position=P(kind="t5", buckets=6, max_distance=12)),
     "cls_softmax_shaw_first_token": ps.config("classifier", attention="softmax",
                                               pooling="cls", position=P(kind="shaw", clip=2)),
+    "cls_hybrid_alibi_linear_rope": ps.config(
+        "classifier", attention="softmax", position=P(kind="alibi"),
+        hybrid=H(every=2, attention="linear", position=P(kind="rope"))),
 }
 
 

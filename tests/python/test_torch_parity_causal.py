@@ -75,6 +75,23 @@ SOFTMAX_CASES = {
                                           softmax_scale=0.3),
 }
 
+# Hybrid stacks: per-block layers with the same names; generation through the recurrent state
+# of the linear blocks and the key/value cache of the softmax blocks on both sides.
+H = rt.HybridConfig
+HYBRID_CASES = {
+    "hybrid_lrpe_softmax_rope": ps.config(
+        layers=3, position=P(kind="lrpe", type=2),
+        hybrid=H(every=2, attention="softmax", position=P(kind="rope"))),
+    "hybrid_rope_window": ps.config(
+        layers=3, position=P(kind="rope"),
+        hybrid=H(blocks=[0, 2], attention="softmax", window=3, softmax_scale=0.4)),
+    "hybrid_alibi_linear_block": ps.config(
+        attention="softmax", layers=3, position=P(kind="alibi"),
+        hybrid=H(blocks=[1], attention="linear", feature_map="silu", decay="transnormer",
+                 output_gate="swish_gate", normalization="group_norm",
+                 position=P(kind="lrpe", type=1))),
+}
+
 
 class CausalParity(ps.ParityTestCase):
     def test_linear_attention(self):
@@ -87,6 +104,39 @@ class CausalParity(ps.ParityTestCase):
                                            temperature=0)
                 theirs = case.run.generate_ids(prompt, max_tokens=12, temperature=0.0)
                 self.assertEqual(ours.numpy()[len(prompt):].tolist(), theirs.tolist())
+
+    def test_hybrid_stacks(self):
+        for name, cfg in HYBRID_CASES.items():
+            with self.subTest(name):
+                case = self.check(name, cfg)
+                chosen = cfg.hybrid.selected(cfg.layers)
+                for i, block in enumerate(case.model.encoder.blocks):
+                    family = cfg.block_config(i).attention
+                    self.assertEqual(type(block.attn).__name__,
+                                     "SoftmaxAttention" if family == "softmax"
+                                     else "LinearAttention", f"block {i}")
+                    self.assertEqual(family != cfg.attention, i in chosen)
+                # The config survives the recipe text Rota wrote for the run.
+                run_dir = os.path.join(self.tmp.name, name)
+                with open(os.path.join(run_dir, "recipe.txtpb"), encoding="utf-8") as f:
+                    again = rt.RotaConfig.from_recipe_text(f.read(), cfg.vocab_size)
+                self.assertEqual(again.hybrid.selected(again.layers), chosen)
+                self.assertEqual(again.hybrid.attention, cfg.hybrid.attention)
+                self.assertEqual(again.hybrid.window, cfg.hybrid.window)
+                # Greedy generation: both sides step (recurrent state + key/value cache).
+                self.assertTrue(case.model.encoder.supports_step)
+                prompt = case.run.encode("ROMEO:")
+                ours = case.model.generate(torch.from_numpy(prompt.astype("int64")), 12,
+                                           temperature=0)
+                theirs = case.run.generate_ids(prompt, max_tokens=12, temperature=0.0)
+                self.assertEqual(ours.numpy()[len(prompt):].tolist(), theirs.tolist())
+                # And rota.torch's stepping equals the argmax of its own full forward passes.
+                full = torch.from_numpy(prompt.astype("int64"))
+                for _ in range(12):
+                    with torch.no_grad():
+                        nxt = case.model(full[None])[0, -1].argmax()
+                    full = torch.cat([full, nxt[None]])
+                self.assertEqual(ours.tolist(), full.tolist())
 
     def test_softmax_attention(self):
         for name, cfg in SOFTMAX_CASES.items():

@@ -112,6 +112,22 @@ TEST(ShippedRecipes, WikiText2HasOneCausalLmPerEncoding) {
   EXPECT_EQ(shipped("causal_lm/wikitext2_lrpe_type3.txtpb").model().position().lrpe().type(), 3);
 }
 
+TEST(ShippedRecipes, WikiText2HybridIsTheRopeRecipeWithEveryFourthBlockSoftmax) {
+  const Recipe hybrid = shipped("causal_lm/wikitext2_hybrid.txtpb");
+  ASSERT_TRUE(hybrid.model().has_hybrid());
+  EXPECT_EQ(hybrid.model().hybrid().every(), 4);
+  EXPECT_TRUE(hybrid.model().hybrid().attention().has_softmax());
+  EXPECT_FALSE(hybrid.model().hybrid().has_position());  // model.position: RoPE
+  EXPECT_TRUE(hybrid.model().position().has_rope());
+  Recipe a = hybrid, b = shipped("causal_lm/wikitext2_rope.txtpb");
+  a.mutable_model()->clear_hybrid();
+  for (Recipe* r : {&a, &b}) {
+    r->clear_name();
+    r->clear_description();
+  }
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(a, b));
+}
+
 TEST(ShippedRecipes, FineTuningStartsFromTheMaskedLmRun) {
   const Recipe mlm = shipped("masked_lm/wikitext2_lrpe.txtpb");
   EXPECT_EQ(mlm.model().kind(), Model::MASKED_LM);

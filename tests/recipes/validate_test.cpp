@@ -54,6 +54,33 @@ const Rule kRules[] = {
     {"dropout_below_one", {"model.dropout=1"}, "model.dropout: must be in [0, 1) (got 1)"},
     {"dropout_not_negative", {"model.dropout=-0.1"}, "model.dropout: must be in [0, 1) (got -0.1)"},
     {"init_std_positive", {"model.init_std=0"}, "model.init_std: must be > 0 (got 0)"},
+    {"softmax_window_at_least_one",
+     {"model.attention={softmax {window: 0}}", "model.position={rope {}}"},
+     "model.attention.softmax.window: must be >= 1 (got 0)"},
+    {"softmax_window_not_with_streaming",
+     {"model.attention={softmax {window: 4 streaming {}}}", "model.position={rope {}}"},
+     "model.attention.softmax.window: a sliding window and streaming are two visibility rules; "
+     "choose one"},
+    {"softmax_window_causal_only",
+     {"model.kind=MASKED_LM", "model.attention={softmax {window: 4}}", "model.position={rope {}}"},
+     "model.attention.softmax.window: does not apply: a sliding window (the previous W keys) is "
+     "defined for CAUSAL_LM models only; remove it"},
+    {"hybrid_needs_two_layers",
+     {"model.layers=1", "model.hybrid={blocks: 0 attention {softmax {}}}"},
+     "model.hybrid: a hybrid stack mixes blocks, and this model has 1 layer(s) (model.layers must "
+     "be >= 2)"},
+    {"hybrid_block_in_range",
+     {"model.hybrid={blocks: 2 attention {softmax {}} position {rope {}}}"},
+     "model.hybrid.blocks[0]: block 2 is not in [0, 2) (0-based; model.layers is 2)"},
+    {"hybrid_position_of_the_family",
+     {"model.hybrid={blocks: 1 attention {softmax {}}}"},
+     "model.hybrid.position: absent, so the softmax blocks would use model.position, which does "
+     "not apply to softmax attention; set model.hybrid.position"},
+    {"hybrid_not_with_t5",
+     {"model.attention={softmax {}}", "model.position={t5 {}}",
+      "model.hybrid={blocks: 1 attention {linear {}} position {rope {}}}"},
+     "model.position.t5: T5 shares one bias table across the stack; it cannot be used with "
+     "model.hybrid"},
     {"random_offsets_only_for_language_models",
      {"model.kind=CLASSIFIER", "model.classifier={num_classes: 2}",
       "data.window_sampling=RANDOM_OFFSETS"},

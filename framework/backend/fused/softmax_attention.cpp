@@ -119,6 +119,8 @@ struct MaskFlags {
 
 MaskFlags mask_flags(const char* op, const SoftmaxAttentionMasks& masks, const Geometry& g) {
   MaskFlags flags;
+  ROTA_CHECK(masks.window >= 0, "{}: window must be >= 0 (0 = no window), got {}", op,
+             masks.window);
   if (masks.key_padding_mask.defined()) {
     ROTA_CHECK(masks.key_padding_mask.shape() == Shape({g.b, g.nk}),
                "{}: key_padding_mask {} must be [B, Nk] = {}", op,
@@ -187,6 +189,7 @@ struct Problem {
   T scale = 1;
   bool causal = false;
   int64_t off = 0;
+  int64_t window = 0;  // > 0: key j hidden from query i when off + i − j >= window
   DropoutRule dropout;
 };
 
@@ -207,6 +210,7 @@ Problem<T> make_problem(const Geometry& g, const Tensor& q, const Tensor& k, con
   p.scale = static_cast<T>(scale);
   p.causal = masks.causal;
   p.off = masks.query_offset;
+  p.window = masks.window;
   p.dropout = dropout;
   return p;
 }
@@ -360,6 +364,10 @@ void score_tile(const Problem<T>& p, int64_t b, int64_t h, const T* qs, const T*
       const int64_t first_hidden = std::max<int64_t>(0, p.off + i - j0 + 1);
       for (int64_t c = first_hidden; c < cols; ++c) sr[c] = neg_inf;
     }
+    if (p.window > 0) {  // key j is visible iff off + i − j < window, i.e. j > off + i − window
+      const int64_t last_hidden = std::min<int64_t>(cols, p.off + i - p.window - j0 + 1);
+      for (int64_t c = 0; c < last_hidden; ++c) sr[c] = neg_inf;
+    }
     if (p.key_visible) {
       const uint8_t* kv = p.key_visible + b * p.g.nk + j0;
       for (int64_t c = 0; c < cols; ++c) sr[c] = kv[c] ? sr[c] : neg_inf;
@@ -400,7 +408,10 @@ void forward_block(const Problem<T>& p, int64_t slice, int64_t i0, int64_t rows,
   std::fill(w.l.begin(), w.l.end(), T(0));
   // Causal: the block's last row sees keys j <= off + i0 + rows − 1; later tiles are skipped.
   const int64_t j_end = p.causal ? std::clamp<int64_t>(p.off + i0 + rows, 0, g.nk) : g.nk;
-  for (int64_t j0 = 0; j0 < j_end; j0 += kKeyBlock) {
+  // Window: the block's first row sees keys j > off + i0 − W; earlier tiles are skipped.
+  const int64_t j_begin =
+      p.window > 0 ? std::clamp<int64_t>(p.off + i0 - p.window + 1, 0, g.nk) : 0;
+  for (int64_t j0 = j_begin; j0 < j_end; j0 += kKeyBlock) {
     const int64_t cols = std::min(kKeyBlock, j_end - j0);
     transpose_tile(ks + j0 * g.d, cols, g.d, w.kt.data());
     score_tile(p, b, h, qs, w.kt.data(), i0, rows, j0, cols, w.s.data());
@@ -492,8 +503,12 @@ void backward_slice(const Problem<T>& p, int64_t slice, const T* out, const T* l
     transpose_tile(vs + j0 * g.dv, cols, g.dv, w.vt.data());
     // Causal: query i sees key j0 only when j0 <= off + i.
     const int64_t i_begin = p.causal ? std::clamp<int64_t>(j0 - p.off, 0, g.nq) : 0;
-    for (int64_t i0 = i_begin; i0 < g.nq; i0 += kQueryBlock) {
-      const int64_t rows = std::min(kQueryBlock, g.nq - i0);
+    // Window: query i sees the tile's last key j0 + cols − 1 only when off + i < j0 + cols − 1
+    // + W; later queries are skipped.
+    const int64_t i_end =
+        p.window > 0 ? std::clamp<int64_t>(j0 + cols - 1 + p.window - p.off, 0, g.nq) : g.nq;
+    for (int64_t i0 = i_begin; i0 < i_end; i0 += kQueryBlock) {
+      const int64_t rows = std::min(kQueryBlock, i_end - i0);
       score_tile(p, b, h, qs, w.kt.data(), i0, rows, j0, cols, w.s.data());
       // ds ← dp̃_ij = g_i·v_j for the whole block (rows whose logsumexp is −inf are zeroed below)
       rows_times_tile(gout + i0 * g.dv, g.dv, rows, w.vt.data(), g.dv, w.ds.data());

@@ -9,10 +9,15 @@ namespace rota::backend {
 
 /// Which keys each query may see. Query i sits at key position `query_offset + i`.
 /// Key j is hidden from query i when any of these hold:
-///   causal && j > query_offset + i;  key_padding_mask[b, j] == 0;  visibility_mask[i, j] == 0.
+///   causal && j > query_offset + i;  window > 0 && query_offset + i − j >= window;
+///   key_padding_mask[b, j] == 0;  visibility_mask[i, j] == 0.
+/// The window (sliding-window attention: a causal query sees the previous W keys including
+/// itself) is applied by skipping the key tiles entirely outside it, so the work is
+/// O(Nq·W) rather than O(Nq·Nk).
 struct SoftmaxAttentionMasks {
   bool causal = false;
   int64_t query_offset = 0;
+  int64_t window = 0;       // W >= 1: keys further than W − 1 to the left are hidden; 0: none
   Tensor key_padding_mask;  // undefined or [B, Nk], 0 = padding
   Tensor visibility_mask;   // undefined or [Nq, Nk], 0 = hidden
 };

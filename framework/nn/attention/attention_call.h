@@ -15,6 +15,7 @@ struct AttentionCall {
   double scale = 1.0;        // s in ℓ_ij = s·(q_i·k_j + a_ij) + b_ij
   bool causal = false;       // key j visible only when j <= query_offset + i
   int64_t query_offset = 0;  // off
+  int64_t window = 0;        // W >= 1: key j visible only when query_offset + i − j < W; 0: all
   Tensor key_padding_mask;   // undefined, or [B, Nk] with 0 for padding keys
   Tensor visibility_mask;    // undefined, or [Nq, Nk] with 0 where key j is hidden from query i
   double dropout = 0.0;      // attention dropout on the probabilities (training only)

@@ -3,7 +3,9 @@
 
 #include <cmath>
 
+#include "framework/autograd/grad_mode.h"
 #include "framework/autograd/ops/shape.h"
+#include "framework/backend/primitives/indexing.h"
 #include "framework/nn/position/alibi.h"
 #include "framework/nn/position/relative_xl.h"
 #include "framework/nn/position/shaw.h"
@@ -16,6 +18,7 @@ backend::SoftmaxAttentionMasks softmax_masks(const AttentionCall& call) {
   backend::SoftmaxAttentionMasks masks;
   masks.causal = call.causal;
   masks.query_offset = call.query_offset;
+  masks.window = call.window;
   masks.key_padding_mask = call.key_padding_mask;
   masks.visibility_mask = call.visibility_mask;
   return masks;
@@ -106,6 +109,8 @@ SoftmaxAttention::SoftmaxAttention(const SoftmaxAttentionOptions& options, Gener
              "SoftmaxAttention: dropout {} is outside [0, 1)", options.dropout);
   ROTA_CHECK(options.dropout == 0.0 || dropout_gen_ != nullptr,
              "SoftmaxAttention: dropout {} needs a dropout generator", options.dropout);
+  ROTA_CHECK(options.window >= 0, "SoftmaxAttention: window must be >= 0 (0 = full), got {}",
+             options.window);
   ROTA_CHECK(!options.scale || std::isfinite(*options.scale),
              "SoftmaxAttention: scale must be finite");
   // Shaw, XL and skew draw their tables before the projections and T5 after them: the orders
@@ -154,6 +159,7 @@ Variable SoftmaxAttention::attend(const Variable& q_in, const Variable& k_in, co
   call.scale = scale();
   call.causal = options_.causal;
   call.query_offset = inputs.query_offset;
+  call.window = options_.window;
   call.key_padding_mask = inputs.key_padding_mask;
   call.visibility_mask = inputs.visibility_mask;
   call.dropout = options_.dropout;
@@ -194,6 +200,40 @@ Variable SoftmaxAttention::forward(const Variable& query_input, const Variable& 
   const Variable v = split_heads(proj[2], nk);
   const Variable o = attend(q, k, v, inputs);  // [B, H, Nq, D]
   return out_proj_->forward(reshape(permute(o, {0, 2, 1, 3}), {b, nq, e}));
+}
+
+Tensor SoftmaxAttention::step(const Tensor& x, SoftmaxAttentionCache& cache) const {
+  ROTA_CHECK(options_.causal, "SoftmaxAttention::step: one token at a time needs a causal layer");
+  ROTA_CHECK(x.dim() == 2 && x.size(1) == options_.dim,
+             "SoftmaxAttention::step: x {} must be [B, {}]", shape_str(x.shape()), options_.dim);
+  NoGradGuard no_grad;
+  const int64_t b = x.size(0), h = options_.heads, d = head_dim();
+  ROTA_CHECK(cache.length() == 0 || cache.k.size(0) == b,
+             "SoftmaxAttention::step: batch {} does not match the cache's {}", b, cache.k.size(0));
+  const Variable xv(x.reshape({b, 1, options_.dim}));
+  const std::vector<Variable> proj =
+      forward_shared_input({q_proj_.get(), k_proj_.get(), v_proj_.get()}, xv);
+  auto split_heads = [&](const Variable& t) {  // [B, 1, E] → [B, H, 1, D]
+    return permute(reshape(t, {b, 1, h, d}), {0, 2, 1, 3}).data().contiguous();
+  };
+  const Tensor k = split_heads(proj[1]), v = split_heads(proj[2]);
+  cache.k = cache.k.defined() ? backend::concat({cache.k, k}, 2) : k;  // [B, H, n + 1, D]
+  cache.v = cache.v.defined() ? backend::concat({cache.v, v}, 2) : v;
+  if (options_.window > 0 && cache.length() > options_.window) {
+    // Keys older than the window are never seen again. Every encoding depends only on the
+    // distance between query and key (RoPE rotates both from the first cached key), so
+    // dropping them and shifting the offset gives the same scores.
+    const int64_t drop = cache.length() - options_.window;
+    cache.k = cache.k.narrow(2, drop, options_.window).contiguous();
+    cache.v = cache.v.narrow(2, drop, options_.window).contiguous();
+  }
+  SoftmaxAttentionInputs inputs;
+  inputs.query_offset = cache.length() - 1;  // the new query sits at the last key
+  const Variable o =
+      attend(Variable(split_heads(proj[0])), Variable(cache.k), Variable(cache.v), inputs);
+  return out_proj_->forward(reshape(permute(o, {0, 2, 1, 3}), {b, 1, options_.dim}))
+      .data()
+      .reshape({b, options_.dim});
 }
 
 }  // namespace rota::nn

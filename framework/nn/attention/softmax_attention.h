@@ -33,7 +33,11 @@ struct SoftmaxAttentionOptions {
   bool causal = false;
   std::optional<double> scale;  // s; default 1/√D (T5-faithful runs: 1)
   double dropout = 0.0;         // attention dropout on the probabilities (training only)
-  bool bias = true;             // biases of the q/k/v/out projections
+  /// Sliding window W >= 1: query i (at key position query_offset + i) sees only keys j with
+  /// query_offset + i − j < W (with causal: the previous W keys including itself); the fused
+  /// kernel skips the key tiles outside it. 0: no window.
+  int64_t window = 0;
+  bool bias = true;  // biases of the q/k/v/out projections
   /// The positional encoding, built by softmax_position_modules: none and the absolute
   /// encodings (added to the embeddings by the model) leave the attention without one; RoPE,
   /// ALiBi, T5, Shaw, Transformer-XL and the skew act inside it; LRPE and PermuteFormer are
@@ -70,6 +74,15 @@ struct SoftmaxAttentionInputs {
   int64_t query_offset = 0;  // query i sits at key position query_offset + i (never inferred)
 };
 
+/// What one-token-at-a-time (causal) self-attention carries between steps: the projected keys
+/// and values of every earlier token, unrotated (RoPE and the relative encodings see them with
+/// the same positions as a full forward pass).
+struct SoftmaxAttentionCache {
+  Tensor k;  // [B, H, n, D] (undefined before the first step)
+  Tensor v;  // [B, H, n, D]
+  int64_t length() const { return k.defined() ? k.size(2) : 0; }
+};
+
 /// Multi-head scaled dot-product attention:
 ///   q = x_q W_qᵀ + b_q, k = x_kv W_kᵀ + b_k, v = x_kv W_vᵀ + b_v, split into H heads of D;
 ///   per head o = softmax(s·q·kᵀ + encoding, hidden → −inf) (dropout) · v; y = [o_h] W_oᵀ + b_o.
@@ -88,6 +101,10 @@ class SoftmaxAttention : public Module {
   /// Cross-attention: query_input [B, Nq, E], key_value_input [B, Nk, kv_dim] → [B, Nq, E].
   Variable forward(const Variable& query_input, const Variable& key_value_input,
                    const SoftmaxAttentionInputs& inputs = {}) const;
+  /// One token of causal self-attention: x [B, E] at position cache.length() → [B, E], with
+  /// its key and value appended to the cache. Gives the last row of forward() on the whole
+  /// sequence (in eval mode); no gradient. Causal layers only.
+  Tensor step(const Tensor& x, SoftmaxAttentionCache& cache) const;
   /// The per-head part on projected heads: q [B, H, Nq, D], k [B, H, Nk, D], v [B, H, Nk, D]
   /// → [B, H, Nq, D] (encoding, masks, dropout, softmax, ·v).
   Variable attend(const Variable& q, const Variable& k, const Variable& v,

@@ -53,6 +53,7 @@ HiddenMasks hidden_masks(const AttentionCall& call, int64_t batch, int64_t n_q, 
       bool any_visible = false;
       for (int64_t j = 0; j < n_k; ++j) {
         const bool h = (call.causal && j > call.query_offset + i) ||
+                       (call.window > 0 && call.query_offset + i - j >= call.window) ||
                        (vp != nullptr && vp[i * n_k + j] == 0.0) ||
                        (pp != nullptr && pp[b * n_k + j] == 0.0);
         row[j] = h ? 1.0 : 0.0;

@@ -127,51 +127,46 @@ def _fmt(value):
     return str(value)
 
 
-def config_to_model_text(config):
-    """The recipe's `model { ... }` block for a config (protobuf text format)."""
-    c = config
-    lines = ["model {", f"  kind: {c.kind.upper()}", f"  width: {c.width}",
-             f"  layers: {c.layers}", f"  heads: {c.heads}", f"  ffn_width: {c.ffn_hidden}",
-             f"  ffn_activation: {c.activation.upper()}",
-             f"  norm_placement: {'POST_NORM' if c.post_norm else 'PRE_NORM'}",
-             f"  norm_kind: {c.norm_kind.upper()}", f"  bias: {_fmt(c.bias)}",
-             f"  final_norm: {_fmt(c.final_norm)}", f"  norm_eps: {_fmt(float(c.norm_eps))}",
-             f"  dropout: {_fmt(float(c.dropout))}",
-             f"  embedding_scale: {'SQRT_WIDTH' if c.scale_embeddings else 'UNSCALED'}",
-             f"  init_scheme: {c.init_scheme.upper()}"]
-    if c.init_scheme in ("normal", "gpt2"):  # Rota refuses init_std with the other schemes
-        lines.append(f"  init_std: {_fmt(float(c.init_std))}")
-    if c.kind != "classifier":  # a classifier has no vocabulary output to tie
-        lines.append(f"  tie_embeddings: {_fmt(c.tie_embeddings)}")
-    lines.append("  attention {")
+def _attention_lines(c, indent):
+    """An `attention { ... }` block for the attention fields of c (RotaConfig or HybridConfig)."""
+    i = indent
+    lines = [f"{i}attention {{"]
     if c.attention == "linear":
-        lines += ["    linear {", f"      feature_map: {c.feature_map.upper()}",
-                  f"      normalization: {c.normalization.upper()}"]
+        lines += [f"{i}  linear {{", f"{i}    feature_map: {c.feature_map.upper()}",
+                  f"{i}    normalization: {c.normalization.upper()}"]
         if c.normalization == "denominator":
-            lines.append(f"      denominator_eps: {_fmt(float(c.denominator_eps))}")
-        lines.append(f"      chunk_size: {c.chunk_size}")
+            lines.append(f"{i}    denominator_eps: {_fmt(float(c.denominator_eps))}")
+        lines.append(f"{i}    chunk_size: {c.chunk_size}")
         if c.decay is not None:
-            lines.append(f"      decay {{ schedule: {c.decay.upper()} "
-                         f"learnable: {_fmt(c.decay_learnable)} }}")
-        if c.gating == "gla":
-            lines.append(f"      gating {{ gla {{ rank: {c.gla_rank} "
+            lines.append(f"{i}    decay {{ schedule: {c.decay.upper()} "
+                         f"learnable: {_fmt(getattr(c, 'decay_learnable', False))} }}")
+        gating = getattr(c, "gating", None)
+        if gating == "gla":
+            lines.append(f"{i}    gating {{ gla {{ rank: {c.gla_rank} "
                          f"temperature: {_fmt(float(c.gla_temperature))} }} }}")
-        elif c.gating == "ssd":
-            lines.append("      gating { ssd {} }")
-        if c.kind == "causal_lm":  # the update rule applies to causal models only
-            lines.append(f"      update_rule: {c.update_rule.upper()}")
-        lines += [f"      output_gate: {c.output_gate.upper()}", "    }"]
+        elif gating == "ssd":
+            lines.append(f"{i}    gating {{ ssd {{}} }}")
+        if getattr(c, "update_rule", "additive") != "additive":  # causal models only
+            lines.append(f"{i}    update_rule: {c.update_rule.upper()}")
+        lines += [f"{i}    output_gate: {c.output_gate.upper()}", f"{i}  }}"]
     else:
-        lines += ["    softmax {"]
+        lines += [f"{i}  softmax {{"]
         if c.softmax_scale is not None:
-            lines.append(f"      scale: {_fmt(float(c.softmax_scale))}")
-        lines.append(f"      dropout: {_fmt(float(c.attention_dropout))}")
-        if c.stream_chunk > 0:
-            lines += ["      streaming {", f"        chunk: {c.stream_chunk}",
-                      f"        left_memory: {c.stream_left_memory}", "      }"]
-        lines.append("    }")
-    lines.append("  }")
-    p = c.position
+            lines.append(f"{i}    scale: {_fmt(float(c.softmax_scale))}")
+        lines.append(f"{i}    dropout: {_fmt(float(c.attention_dropout))}")
+        if getattr(c, "stream_chunk", 0) > 0:
+            lines += [f"{i}    streaming {{", f"{i}      chunk: {c.stream_chunk}",
+                      f"{i}      left_memory: {c.stream_left_memory}", f"{i}    }}"]
+        if c.window > 0:
+            lines.append(f"{i}    window: {c.window}")
+        lines.append(f"{i}  }}")
+    lines.append(f"{i}}}")
+    return lines
+
+
+def _position_lines(p, indent):
+    """A `position { ... }` block for a PositionConfig."""
+    i = indent
     fields = {
         "none": [], "alibi": [], "permute_former": [],
         "sinusoidal": [("base", float(p.base))],
@@ -189,12 +184,43 @@ def config_to_model_text(config):
         "t5": [("buckets", p.buckets), ("max_distance", p.max_distance),
                ("bidirectional", p.bidirectional)],
     }[p.kind]
-    lines += ["  position {", f"    {p.kind} {{"]
-    lines += [f"      {k}: {_fmt(v)}" for k, v in fields if v is not None]
-    lines.append("    }")
+    lines = [f"{i}position {{", f"{i}  {p.kind} {{"]
+    lines += [f"{i}    {k}: {_fmt(v)}" for k, v in fields if v is not None]
+    lines.append(f"{i}  }}")
     if p.add_sinusoidal:  # written only when set: it does not apply to none or absolute ones
-        lines.append("    add_sinusoidal: true")
-    lines.append("  }")
+        lines.append(f"{i}  add_sinusoidal: true")
+    lines.append(f"{i}}}")
+    return lines
+
+
+def config_to_model_text(config):
+    """The recipe's `model { ... }` block for a config (protobuf text format)."""
+    c = config
+    lines = ["model {", f"  kind: {c.kind.upper()}", f"  width: {c.width}",
+             f"  layers: {c.layers}", f"  heads: {c.heads}", f"  ffn_width: {c.ffn_hidden}",
+             f"  ffn_activation: {c.activation.upper()}",
+             f"  norm_placement: {'POST_NORM' if c.post_norm else 'PRE_NORM'}",
+             f"  norm_kind: {c.norm_kind.upper()}", f"  bias: {_fmt(c.bias)}",
+             f"  final_norm: {_fmt(c.final_norm)}", f"  norm_eps: {_fmt(float(c.norm_eps))}",
+             f"  dropout: {_fmt(float(c.dropout))}",
+             f"  embedding_scale: {'SQRT_WIDTH' if c.scale_embeddings else 'UNSCALED'}",
+             f"  init_scheme: {c.init_scheme.upper()}"]
+    if c.init_scheme in ("normal", "gpt2"):  # Rota refuses init_std with the other schemes
+        lines.append(f"  init_std: {_fmt(float(c.init_std))}")
+    if c.kind != "classifier":  # a classifier has no vocabulary output to tie
+        lines.append(f"  tie_embeddings: {_fmt(c.tie_embeddings)}")
+    lines += _attention_lines(c, "  ")
+    lines += _position_lines(c.position, "  ")
+    if c.hybrid is not None:
+        h = c.hybrid
+        lines.append("  hybrid {")
+        if h.every is not None:
+            lines.append(f"    every: {h.every}")
+        lines += [f"    blocks: {b}" for b in h.blocks]
+        lines += _attention_lines(h, "    ")
+        if h.position is not None:
+            lines += _position_lines(h.position, "    ")
+        lines.append("  }")
     if c.kind == "classifier":
         lines += ["  classifier {", f"    num_classes: {c.num_classes}",
                   f"    pooling: {c.pooling.upper()}", "  }"]

@@ -26,6 +26,7 @@ POSITIONS = ("none", "sinusoidal", "learned_absolute", "rope", "lrpe", "permute_
              "transformer_xl", "skew", "t5", "alibi")
 LINEAR_ONLY = ("lrpe", "permute_former")
 SOFTMAX_ONLY = ("shaw", "transformer_xl", "skew", "t5", "alibi")
+BOTH_FAMILIES = ("none", "sinusoidal", "learned_absolute", "rope")  # apply to either family
 LRPE_P = ("identity", "householder", "householder_frozen", "odd_even")
 
 
@@ -68,6 +69,44 @@ class PositionConfig:
         return replace(self)
 
 
+# The fields of RotaConfig an attention block of a hybrid stack sets for itself.
+BLOCK_ATTENTION_FIELDS = ("attention", "feature_map", "normalization", "denominator_eps",
+                          "chunk_size", "decay", "decay_learnable", "gating", "gla_rank",
+                          "gla_temperature", "update_rule", "output_gate", "softmax_scale",
+                          "attention_dropout", "window")
+
+
+@dataclass
+class HybridConfig:
+    """`model.hybrid`: the blocks (every k-th: k − 1, 2k − 1, …; and/or a list, 0-based) that
+    use this attention and position instead of the model's. position None: the model's."""
+    every: Optional[int] = None
+    blocks: list = field(default_factory=list)
+    attention: str = "softmax"       # linear | softmax
+    feature_map: str = "one_plus_elu"
+    normalization: str = "layer_norm"
+    denominator_eps: float = 1e-6
+    chunk_size: int = 64
+    decay: Optional[str] = None
+    decay_learnable: bool = False
+    gating: Optional[str] = None
+    gla_rank: int = 16
+    gla_temperature: float = 16.0
+    update_rule: str = "additive"
+    output_gate: str = "no_gate"
+    softmax_scale: Optional[float] = None
+    attention_dropout: float = 0.0
+    window: int = 0                  # softmax sliding window; 0: full
+    position: Optional[PositionConfig] = None
+
+    def selected(self, layers):
+        """The sorted 0-based block indices this hybrid selects in a stack of `layers`."""
+        chosen = set(self.blocks)
+        if self.every is not None and self.every >= 2:
+            chosen.update(range(self.every - 1, layers, self.every))
+        return sorted(chosen)
+
+
 @dataclass
 class RotaConfig:
     """The network of a Rota recipe (recipes/recipe.proto `Model`, plus vocabulary and classes)."""
@@ -106,7 +145,9 @@ class RotaConfig:
     attention_dropout: float = 0.0
     stream_chunk: int = 0                  # 0: no streaming mask
     stream_left_memory: int = -1
+    window: int = 0                        # sliding window W (causal); 0: full attention
     position: PositionConfig = field(default_factory=PositionConfig)
+    hybrid: Optional[HybridConfig] = None  # model.hybrid: blocks with another attention
     # classifier
     num_classes: int = 2
     pooling: str = "mean"            # mean | cls
@@ -127,6 +168,46 @@ class RotaConfig:
     def causal(self):
         return self.kind == "causal_lm"
 
+    def block_config(self, block):
+        """The config block `block` (0-based) is built from: a hybrid block takes the hybrid's
+        attention fields and position (the model's when it has none); `hybrid` is cleared."""
+        from dataclasses import replace
+        c = replace(self, hybrid=None)
+        h = self.hybrid
+        if h is not None and block in h.selected(self.layers):
+            for name in BLOCK_ATTENTION_FIELDS:
+                setattr(c, name, getattr(h, name))
+            c.stream_chunk, c.stream_left_memory = 0, -1
+            if h.position is not None:
+                c.position = replace(h.position, add_sinusoidal=self.position.add_sinusoidal)
+        return c
+
+    def _validate_hybrid(self, need):
+        h = self.hybrid
+        need(self.layers >= 2, f"hybrid: needs layers >= 2, got {self.layers}")
+        need(h.every is None or h.every >= 2, f"hybrid.every must be >= 2, got {h.every}")
+        for i, b in enumerate(h.blocks):
+            need(0 <= b < self.layers, f"hybrid.blocks[{i}]: block {b} is not in "
+                 f"[0, {self.layers})")
+        need(len(set(h.blocks)) == len(h.blocks), "hybrid.blocks: a block is listed twice")
+        chosen = h.selected(self.layers)
+        need(0 < len(chosen) < self.layers,
+             f"hybrid: selects {len(chosen)} of {self.layers} blocks (at least one, not all)")
+        need(h.attention in ("linear", "softmax"), f"hybrid.attention: {h.attention!r}")
+        need(h.position is None or h.position.kind not in ("sinusoidal", "learned_absolute"),
+             "hybrid.position: absolute encodings belong in model.position")
+        need(self.position.kind != "t5" and (h.position is None or h.position.kind != "t5"),
+             "hybrid: T5 (one bias table per stack) cannot be used in a hybrid stack")
+        need(self.stream_chunk == 0, "hybrid: streaming is not supported in a hybrid stack")
+        need(h.window == 0 or self.causal, "hybrid.attention.softmax.window: causal_lm only")
+        block = self.block_config(chosen[0])
+        if h.position is None and block.position.kind not in BOTH_FAMILIES:
+            family = SOFTMAX_ONLY if h.attention == "linear" else LINEAR_ONLY
+            need(block.position.kind not in family,
+                 f"hybrid.position: absent, and model.position ({block.position.kind}) does not "
+                 f"apply to {h.attention} attention")
+        block._validate_attention(need, "hybrid.attention", "hybrid.position")
+
     def validate(self):
         """Raises ValueError naming the field, as `rota train` would refuse the recipe."""
         def need(condition, message):
@@ -141,45 +222,56 @@ class RotaConfig:
         need(self.norm_kind in NORM_KINDS, f"norm_kind: {self.norm_kind!r} is not one of "
              f"{NORM_KINDS}")
         need(isinstance(self.bias, bool), f"bias: {self.bias!r} is not a bool")
-        need(self.attention in ("linear", "softmax"), f"attention: {self.attention!r}")
-        need(self.position.kind in POSITIONS, f"position: {self.position.kind!r}")
-        if self.attention == "linear":
-            need(self.feature_map in FEATURE_MAPS, f"attention.linear.feature_map: "
-                 f"{self.feature_map!r}")
-            need(self.normalization in NORMALIZATIONS,
-                 f"attention.linear.normalization: {self.normalization!r}")
-            need(self.chunk_size >= 1, f"attention.linear.chunk_size must be >= 1")
-            need(self.decay in DECAYS, f"attention.linear.decay.schedule: {self.decay!r}")
-            need(self.decay is None or self.kind == "causal_lm",
-                 "attention.linear.decay: defined for causal_lm models only")
-            need(self.decay is None or self.position.kind != "permute_former",
-                 "attention.linear.decay: permute_former brings its own per-head decay")
-            need(self.gating in GATINGS, f"attention.linear.gating: {self.gating!r}")
-            need(self.update_rule in UPDATE_RULES,
-                 f"attention.linear.update_rule: {self.update_rule!r}")
-            gated = self.gating is not None or self.update_rule == "delta"
-            need(not gated or self.kind == "causal_lm",
-                 "attention.linear.gating: defined for causal_lm models only")
-            need(not gated or (self.decay is None and self.position.kind != "permute_former"
-                               and self.normalization != "denominator"),
-                 "attention.linear.gating: not with a fixed decay, permute_former or the "
-                 "denominator")
-            need(not (self.gating == "gla" and self.update_rule == "delta"),
-                 "attention.linear.gating.gla: does not combine with the DELTA rule")
-            need(self.output_gate in OUTPUT_GATES,
-                 f"attention.linear.output_gate: {self.output_gate!r}")
-            need(self.position.kind not in SOFTMAX_ONLY,
-                 f"position.{self.position.kind}: applies to softmax attention only")
-            if self.position.kind == "lrpe":
-                need(self.position.type in (1, 2, 3), f"position.lrpe.type: {self.position.type}")
-                need(self.position.p in LRPE_P, f"position.lrpe.p: {self.position.p!r}")
-        else:
-            need(self.position.kind not in LINEAR_ONLY,
-                 f"position.{self.position.kind}: acts on linear-attention features only")
+        self._validate_attention(need, "attention", "position")
+        need(self.window == 0 or self.causal, "attention.softmax.window: causal_lm only")
+        if self.hybrid is not None:
+            self._validate_hybrid(need)
         if self.kind == "classifier":
             need(self.num_classes >= 2, f"classifier.num_classes must be >= 2")
             need(self.pooling in ("mean", "cls"), f"classifier.pooling: {self.pooling!r}")
         return self
+
+    def _validate_attention(self, need, at, pos):
+        """The attention fields and position of this config (a model's, or a hybrid block's
+        from block_config: `at` and `pos` name them in messages)."""
+        need(self.attention in ("linear", "softmax"), f"{at}: {self.attention!r}")
+        need(self.position.kind in POSITIONS, f"{pos}: {self.position.kind!r}")
+        if self.attention == "linear":
+            need(self.feature_map in FEATURE_MAPS, f"{at}.linear.feature_map: "
+                 f"{self.feature_map!r}")
+            need(self.normalization in NORMALIZATIONS,
+                 f"{at}.linear.normalization: {self.normalization!r}")
+            need(self.chunk_size >= 1, f"{at}.linear.chunk_size must be >= 1")
+            need(self.decay in DECAYS, f"{at}.linear.decay.schedule: {self.decay!r}")
+            need(self.decay is None or self.kind == "causal_lm",
+                 f"{at}.linear.decay: defined for causal_lm models only")
+            need(self.decay is None or self.position.kind != "permute_former",
+                 f"{at}.linear.decay: permute_former brings its own per-head decay")
+            need(self.gating in GATINGS, f"{at}.linear.gating: {self.gating!r}")
+            need(self.update_rule in UPDATE_RULES,
+                 f"{at}.linear.update_rule: {self.update_rule!r}")
+            gated = self.gating is not None or self.update_rule == "delta"
+            need(not gated or self.kind == "causal_lm",
+                 f"{at}.linear.gating: defined for causal_lm models only")
+            need(not gated or (self.decay is None and self.position.kind != "permute_former"
+                               and self.normalization != "denominator"),
+                 f"{at}.linear.gating: not with a fixed decay, permute_former or the "
+                 "denominator")
+            need(not (self.gating == "gla" and self.update_rule == "delta"),
+                 f"{at}.linear.gating.gla: does not combine with the DELTA rule")
+            need(self.output_gate in OUTPUT_GATES,
+                 f"{at}.linear.output_gate: {self.output_gate!r}")
+            need(self.position.kind not in SOFTMAX_ONLY,
+                 f"{pos}.{self.position.kind}: applies to softmax attention only")
+            if self.position.kind == "lrpe":
+                need(self.position.type in (1, 2, 3), f"{pos}.lrpe.type: {self.position.type}")
+                need(self.position.p in LRPE_P, f"{pos}.lrpe.p: {self.position.p!r}")
+        else:
+            need(self.position.kind not in LINEAR_ONLY,
+                 f"{pos}.{self.position.kind}: acts on linear-attention features only")
+            need(self.window >= 0, f"{at}.softmax.window must be >= 1 when set")
+            need(self.window == 0 or self.stream_chunk == 0,
+                 f"{at}.softmax.window: not with streaming")
 
     def to_dict(self):
         return asdict(self)
@@ -188,11 +280,17 @@ class RotaConfig:
     def from_dict(values):
         values = dict(values)
         position = PositionConfig(**values.pop("position", {}))
+        hybrid = values.pop("hybrid", None)
+        if hybrid is not None:
+            hybrid = dict(hybrid)
+            own = hybrid.pop("position", None)
+            hybrid = HybridConfig(position=None if own is None else PositionConfig(**own),
+                                  **hybrid)
         known = {f.name for f in fields(RotaConfig)}
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"config: unknown fields {unknown}")
-        return RotaConfig(position=position, **values)
+        return RotaConfig(position=position, hybrid=hybrid, **values)
 
     @staticmethod
     def from_recipe_text(text, vocab_size=0, num_classes=None, source="recipe"):
@@ -223,12 +321,33 @@ def config_from_model_message(m, vocab_size=0, num_classes=None):
     c.tie_embeddings = m.boolean("tie_embeddings", True)
     c.init_scheme = _enum(m.scalar("init_scheme", "NORMAL"))
     c.init_std = m.number("init_std", 0.02)
-    attention = m.message("attention")
+    attention_from_message(m.message("attention"), c)
+    c.position = position_from_message(m.message("position"))
+    if m.has("hybrid"):
+        h = m.message("hybrid")
+        c.hybrid = HybridConfig(every=h.integer("every", None), blocks=h.integers("blocks"))
+        if not h.has("attention"):
+            raise ValueError(f"{h.path}.attention: required (linear {{}} or softmax {{}})")
+        attention_from_message(h.message("attention"), c.hybrid)
+        if h.has("position"):
+            c.hybrid.position = position_from_message(h.message("position"))
+    classifier = m.message("classifier")
+    if num_classes is not None:
+        c.num_classes = num_classes
+    elif classifier.has("num_classes"):
+        c.num_classes = classifier.integer("num_classes", 2)
+    c.pooling = _enum(classifier.scalar("pooling", "MEAN"))
+    return c
+
+
+def attention_from_message(attention, c):
+    """An `Attention` message into the attention fields of c (a RotaConfig or HybridConfig)."""
     if attention.has("softmax"):
         c.attention = "softmax"
         s = attention.message("softmax")
         c.softmax_scale = s.number("scale", None)
         c.attention_dropout = s.number("dropout", 0.0)
+        c.window = s.integer("window", 0)
         if s.has("streaming"):
             streaming = s.message("streaming")
             c.stream_chunk = streaming.integer("chunk", 16)
@@ -252,14 +371,6 @@ def config_from_model_message(m, vocab_size=0, num_classes=None):
             c.gating = "ssd"
         c.update_rule = _enum(la.scalar("update_rule", "ADDITIVE"))
         c.output_gate = _enum(la.scalar("output_gate", "NO_GATE"))
-    c.position = position_from_message(m.message("position"))
-    classifier = m.message("classifier")
-    if num_classes is not None:
-        c.num_classes = num_classes
-    elif classifier.has("num_classes"):
-        c.num_classes = classifier.integer("num_classes", 2)
-    c.pooling = _enum(classifier.scalar("pooling", "MEAN"))
-    return c
 
 
 def position_from_message(p):

@@ -48,7 +48,7 @@ class TransformerBlock(nn.Module):
         h = self.ln1(x + self.dropout(self.attn(x, key_mask)))
         return self.ln2(h + self.dropout(self.ffn(h)))
 
-    def step(self, x, state):  # [B, E] → [B, E] (linear attention, recurrent)
+    def step(self, x, state):  # [B, E] → [B, E] (recurrent state, or a softmax key cache)
         if not self.post_norm:
             h = x + self.attn.step(self.ln1(x), state)
             return h + self.ffn(self.ln2(h))
@@ -72,11 +72,13 @@ class Encoder(nn.Module):
             self.pos_embed = LearnedPositionEmbedding(position.max_positions, e, config.init_std)
         self.dropout = nn.Dropout(config.dropout)
         shared_t5 = None
-        if config.attention == "softmax":
+        if config.attention == "softmax" and config.hybrid is None:
             from .softmax_attention import make_shared_t5
             shared_t5 = make_shared_t5(config, causal)
+        # Each block from its own config (a hybrid stack's blocks differ).
         self.blocks = nn.ModuleList(
-            TransformerBlock(config, causal, shared_t5, owns_shared=i == 0, layer=i)
+            TransformerBlock(config.block_config(i), causal, shared_t5, owns_shared=i == 0,
+                             layer=i)
             for i in range(config.layers))
         self.final_norm = (make_norm(config.norm_kind, e, config.norm_eps, config.bias)
                            if config.final_norm and not config.post_norm else None)
@@ -101,17 +103,24 @@ class Encoder(nn.Module):
 
     @property
     def supports_step(self):
+        """Every block linear (recurrent state), or a causal hybrid stack (linear blocks keep
+        their state, softmax blocks a key/value cache)."""
+        if self.config.hybrid is not None:
+            return self.config.causal
         return self.config.attention == "linear"
 
     def initial_state(self, batch):
         weight = self.embed.weight
         return {"position": 0, "layers": [
-            block.attn.initial_state(batch, weight.dtype, weight.device) for block in self.blocks]}
+            {} if not hasattr(block.attn, "initial_state")
+            else block.attn.initial_state(batch, weight.dtype, weight.device)
+            for block in self.blocks]}
 
     def step(self, ids, state):  # [B] → [B, E]
         if not self.supports_step:
-            raise ValueError("step() needs linear attention (a recurrent state); this model uses "
-                             "softmax attention, so generate with full forward passes")
+            raise ValueError("step() needs linear attention (a recurrent state) or a causal "
+                             "hybrid stack; this model uses softmax attention, so generate with "
+                             "full forward passes")
         x = self.embed_tokens(ids.unsqueeze(1), state["position"]).squeeze(1)
         for block, layer_state in zip(self.blocks, state["layers"]):
             x = block.step(x, layer_state)

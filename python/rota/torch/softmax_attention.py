@@ -45,6 +45,7 @@ class AttentionCall:
     scale: float
     causal: bool = False
     query_offset: int = 0
+    window: int = 0                            # W >= 1: key j hidden when off + i − j >= W
     key_padding_mask: Optional[Tensor] = None  # [B, Nk], 0/False = padding
     visibility_mask: Optional[Tensor] = None   # [Nq, Nk], 0/False = hidden
     dropout: float = 0.0
@@ -89,6 +90,11 @@ def _hidden_mask(call: AttentionCall, batch: int, n_q: int, n_k: int, device) ->
         i = torch.arange(n_q, device=device).unsqueeze(1)
         j = torch.arange(n_k, device=device).unsqueeze(0)
         hidden = j > i + call.query_offset  # [Nq, Nk]
+    if call.window > 0:  # sliding window: the previous W keys including the query's own
+        i = torch.arange(n_q, device=device).unsqueeze(1)
+        j = torch.arange(n_k, device=device).unsqueeze(0)
+        outside = i + call.query_offset - j >= call.window  # [Nq, Nk]
+        hidden = outside if hidden is None else hidden | outside
     if call.visibility_mask is not None:
         vis = call.visibility_mask
         if vis.shape != (n_q, n_k):
@@ -447,6 +453,9 @@ class SoftmaxAttention(nn.Module):
                       else 1.0 / math.sqrt(self.head_dim))
         self.attention_dropout = config.attention_dropout
         self.stream_chunk, self.stream_left_memory = config.stream_chunk, config.stream_left_memory
+        if config.window < 0:
+            raise ValueError(f"window must be >= 0 (0 = full), got {config.window}")
+        self.window = config.window
         d = self.head_dim
         # Shaw, XL and skew are built before the projections, T5 after them (the C++ order).
         relative = None
@@ -502,12 +511,31 @@ class SoftmaxAttention(nn.Module):
         if rope is not None:  # queries at off + i, keys at j
             q, k = rope(q, query_offset), rope(k, 0)
         call = AttentionCall(scale=self.scale, causal=self.causal, query_offset=query_offset,
-                             key_padding_mask=key_padding_mask, visibility_mask=visibility_mask,
+                             window=self.window, key_padding_mask=key_padding_mask, visibility_mask=visibility_mask,
                              dropout=self.attention_dropout, training=self.training)
         relative = self.relative_encoding
         if relative is None:
             return attend_softmax(q, k, v, None, call)
         return relative.attend(q, k, v, call)
+
+    def step(self, x: Tensor, cache: dict) -> Tensor:
+        """One token of causal self-attention, x [B, E] -> [B, E] at position len(cache): its
+        key and value (unrotated) are appended to cache["k"], cache["v"] [B, H, n, D] (the C++
+        SoftmaxAttention::step; with a window only the last W are kept)."""
+        if not self.causal:
+            raise ValueError("SoftmaxAttention: step() needs a causal layer")
+        b, e = x.shape
+        h, d = self.heads, self.head_dim
+        q = self.q_proj(x).view(b, h, 1, d)
+        k = self.k_proj(x).view(b, h, 1, d)
+        v = self.v_proj(x).view(b, h, 1, d)
+        if cache.get("k") is not None:
+            k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
+        if self.window > 0 and k.shape[2] > self.window:
+            k, v = k[:, :, -self.window:], v[:, :, -self.window:]
+        cache["k"], cache["v"] = k, v
+        o = self.attend(q, k, v, query_offset=k.shape[2] - 1)  # [B, H, 1, D]
+        return self.out_proj(o.reshape(b, e))
 
     def forward(self, x: Tensor, key_padding_mask: Optional[Tensor] = None, *,
                 key_value_input: Optional[Tensor] = None, query_offset: int = 0) -> Tensor:

@@ -194,6 +194,17 @@ class Message:
     def strings(self, name):
         return [v for v in self.fields.get(name, []) if not isinstance(v, dict)]
 
+    def integers(self, name):
+        """A repeated integer field (`blocks: 1 blocks: 3` or `blocks: [1, 3]`)."""
+        out = []
+        for v in self.strings(name):
+            try:
+                out.append(int(v, 0))
+            except ValueError:
+                raise ValueError(f"{self.source}: {self.path}.{name}: not an integer: {v!r}") \
+                    from None
+        return out
+
     def message(self, name):
         values = self.fields.get(name)
         if values and not isinstance(values[-1], dict):

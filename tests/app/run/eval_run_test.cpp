@@ -34,12 +34,14 @@ std::string recipe_path(const std::string& name) {
 }
 
 /// Trains `recipe` with `position` for two steps into `out`.
-void train_tiny(const std::string& recipe, const std::string& position, const fs::path& out) {
+void train_tiny(const std::string& recipe, const std::string& position, const fs::path& out,
+                const std::vector<std::string>& extra = {}) {
   TrainRequest args;
   args.recipe = recipe_path(recipe);
   args.out = out.string();
   args.overrides = {"model.position=" + position, "train.steps=2", "train.eval_every=0",
                     "train.checkpoint_every=0", "train.eval_batches=1"};
+  args.overrides.insert(args.overrides.end(), extra.begin(), extra.end());
   ::testing::internal::CaptureStdout();
   const int code = run_training(args);
   ::testing::internal::GetCapturedStdout();
@@ -132,8 +134,9 @@ double reference_loss(const fs::path& run, int64_t length, int64_t windows) {
 
 struct Encoding {
   std::string name;
-  std::string recipe;    // tiny_causal_lm (linear attention) or tiny_softmax_lm
-  std::string position;  // the model.position override
+  std::string recipe;                   // tiny_causal_lm (linear attention) or tiny_softmax_lm
+  std::string position;                 // the model.position override
+  std::vector<std::string> extra = {};  // more overrides (a hybrid stack)
 };
 
 class EvalAtContext : public ::testing::TestWithParam<Encoding> {};
@@ -142,7 +145,7 @@ TEST_P(EvalAtContext, TwiceTheTrainingLengthLoadsTheSameWeightsAndScoresLongerWi
   const Encoding& e = GetParam();
   TempDir tmp;
   const fs::path run = tmp / "run";
-  train_tiny(e.recipe, e.position, run);
+  train_tiny(e.recipe, e.position, run, e.extra);
 
   // --context T is the plain evaluation (same windows, same batch).
   const EvalOutput plain = eval(run, 0, 2);
@@ -180,7 +183,19 @@ INSTANTIATE_TEST_SUITE_P(
                       Encoding{"softmax_transformer_xl", "tiny_softmax_lm", "{transformer_xl {}}"},
                       Encoding{"softmax_skew", "tiny_softmax_lm", "{skew {max_len: 64}}"},
                       Encoding{"softmax_t5", "tiny_softmax_lm", "{t5 {}}"},
-                      Encoding{"softmax_alibi", "tiny_softmax_lm", "{alibi {}}"}),
+                      Encoding{"softmax_alibi", "tiny_softmax_lm", "{alibi {}}"},
+                      // Hybrid stacks: a windowed softmax RoPE block in a linear LRPE stack, a
+                      // linear LRPE block in a softmax ALiBi stack.
+                      Encoding{"hybrid_linear_softmax_window",
+                               "tiny_causal_lm",
+                               "{lrpe {}}",
+                               {"model.hybrid={blocks: 1 attention {softmax {window: 5}} position "
+                                "{rope {}}}"}},
+                      Encoding{"hybrid_softmax_linear",
+                               "tiny_softmax_lm",
+                               "{alibi {}}",
+                               {"model.hybrid={blocks: 0 attention {linear {}} position {lrpe "
+                                "{}}}"}}),
     [](const ::testing::TestParamInfo<Encoding>& info) { return info.param.name; });
 
 /// --context past a learned table is refused before any evaluation, naming the field.

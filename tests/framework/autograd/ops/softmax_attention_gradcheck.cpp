@@ -30,6 +30,7 @@ struct Geometry {
   Shape bias_shape;  // empty: no bias
   bool key_padding;
   bool visibility;
+  int64_t window = 0;  // sliding window W (0: none)
 };
 
 // Padding / visibility chosen so that every query row keeps at least one visible key (the
@@ -39,6 +40,7 @@ SoftmaxAttentionMasks masks_for(const Geometry& c) {
   SoftmaxAttentionMasks m;
   m.causal = c.causal;
   m.query_offset = c.off;
+  m.window = c.window;
   if (c.key_padding) {
     std::vector<double> pad(c.b * c.nk, 1.0);
     for (int64_t b = 0; b < c.b; ++b)
@@ -64,6 +66,7 @@ Tensor hidden_mask(const Geometry& c, const SoftmaxAttentionMasks& m) {
     for (int64_t i = 0; i < c.nq; ++i)
       for (int64_t j = 0; j < c.nk; ++j) {
         bool h = c.causal && j > c.off + i;
+        h = h || (c.window > 0 && c.off + i - j >= c.window);  // the plain sliding-window rule
         if (m.key_padding_mask.defined()) h = h || m.key_padding_mask.at({b, j}) == 0;
         if (m.visibility_mask.defined()) h = h || m.visibility_mask.at({i, j}) == 0;
         hidden[(b * c.nq + i) * c.nk + j] = h;
@@ -89,6 +92,12 @@ const std::vector<Geometry>& geometries() {
       {"CrossStartAlignedPadding", 2, 1, 4, 6, 2, 3, false, 0, {2, 1, 1, 6}, true, false},
       {"CrossQueriesLongerVisibility", 1, 2, 7, 4, 3, 3, false, 0, {1, 2, 7, 4}, false, true},
       {"CausalOffsetAcrossTiles", 1, 1, 5, 70, 2, 2, true, 65, {1, 1, 5, 70}, true, false},
+      // Sliding windows: within one tile, across key tiles (64) and query blocks (32) so that
+      // skipped tiles are exercised in the forward and the backward, and with an offset.
+      {"CausalWindow3", 2, 2, 9, 9, 3, 2, true, 0, {1, 2, 9, 9}, false, false, 3},
+      {"CausalWindowAcrossTiles", 1, 1, 100, 100, 2, 2, true, 0, {}, false, false, 20},
+      {"CausalWindowOffsetAcrossTiles", 1, 1, 5, 70, 2, 2, true, 65, {1, 1, 5, 70}, false, true, 7},
+      {"CausalWindowOne", 1, 2, 6, 6, 2, 3, true, 0, {}, false, false, 1},
   };
   return all;
 }
