@@ -326,6 +326,51 @@ std::vector<HybridCase> hybrid_cases() {
     lin.position = lrpe_householder(backend::LrpeCore::kUnitary);
     a.hybrid = lin;
     cases.push_back({"SoftmaxAlibiWithLinearLrpeBlock" + suffix, dtype, a});
+    // Gated stacks: GLA or Gated DeltaNet blocks around a softmax block, a softmax stack with
+    // one Mamba-2 (SSD) block, an LRPE stack whose decay is learned.
+    ModelOptions g = tiny_causal_lm(dtype);
+    g.layers = 3;
+    g.position = nn::NoPosition{};
+    g.attention.state_gate.gating = nn::StateGating::kGla;
+    g.attention.state_gate.gla_rank = 4;
+    models::HybridOptions rope_block;
+    rope_block.blocks = {1};
+    rope_block.attention_family = AttentionFamily::kSoftmax;
+    rope_block.position = nn::RopePosition{};
+    g.hybrid = rope_block;
+    cases.push_back({"GlaWithSoftmaxRopeBlock" + suffix, dtype, g});
+    ModelOptions d = tiny_causal_lm(dtype);
+    d.layers = 3;
+    d.position = nn::NoPosition{};
+    d.attention.state_gate.gating = nn::StateGating::kSsd;
+    d.attention.state_gate.rule = nn::UpdateRule::kDelta;
+    models::HybridOptions nope_block;
+    nope_block.blocks = {2};
+    nope_block.attention_family = AttentionFamily::kSoftmax;
+    d.hybrid = nope_block;
+    cases.push_back({"GatedDeltaNetWithSoftmaxBlock" + suffix, dtype, d});
+    ModelOptions m = tiny_causal_lm(dtype);
+    m.layers = 2;
+    m.attention_family = AttentionFamily::kSoftmax;
+    m.position = nn::RopePosition{};
+    models::HybridOptions ssd_block;
+    ssd_block.blocks = {0};
+    ssd_block.attention_family = AttentionFamily::kLinear;
+    ssd_block.attention.state_gate.gating = nn::StateGating::kSsd;
+    m.hybrid = ssd_block;
+    cases.push_back({"SoftmaxRopeWithSsdBlock" + suffix, dtype, m});
+    ModelOptions l = tiny_causal_lm(dtype);
+    l.layers = 2;
+    l.position = lrpe_householder(backend::LrpeCore::kOrthogonal);
+    l.attention.decay.schedule = nn::DecaySchedule::kRetNet;
+    l.attention.decay.learnable = true;
+    models::HybridOptions window_block;
+    window_block.blocks = {0};
+    window_block.attention_family = AttentionFamily::kSoftmax;
+    window_block.position = nn::RopePosition{};
+    window_block.softmax.window = 3;
+    l.hybrid = window_block;
+    cases.push_back({"LearnableDecayLrpeWithWindowBlock" + suffix, dtype, l});
   }
   return cases;
 }
