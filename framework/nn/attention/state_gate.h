@@ -37,11 +37,10 @@ struct StateGateOptions {
 /// feature dimension F. Children / parameters: GLA `gate_down` (no bias), `gate_up`; SSD
 /// `dt_proj` (no bias), `dt_bias` [H], `a_log` [H]; delta rule `beta_proj`; learnable decay
 /// `decay_log_rate` [H].
+/// Roles (weight decay): the projections' matrices are weights, every vector (their biases,
+/// a_log, dt_bias, decay_log_rate) a bias, so only the matrices decay by default.
 class StateGate : public Module {
  public:
-  std::optional<ParameterRole> parameter_role() const override {
-    return ParameterRole::kPositional;  // a_log, dt_bias, decay_log_rate: no weight decay
-  }
   StateGate(const StateGateOptions& options, int64_t dim, int64_t heads, int64_t feature_dim,
             const WeightInit& projection_init, DType dtype, Generator& gen);
 

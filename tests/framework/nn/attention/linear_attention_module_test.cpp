@@ -1,6 +1,7 @@
 // LinearAttention layer: recurrent generation == full causal pass, gradients of every
 // parameter, padding masks, denominator validation, decay and output-gate options.
 #include <cmath>
+#include <map>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -266,6 +267,26 @@ TEST(LinearAttentionLayer, DecayWeightsPairsByDistanceAsTheNaiveSum) {
       }
     }
   }
+}
+
+TEST(LinearAttentionLayer, StateGateMatricesAreWeightsAndItsVectorsBiases) {
+  Generator gen(13);
+  LinearAttentionOptions o = small_options(true, LinearAttentionNorm::kLayerNorm, false);
+  o.state_gate = gating(nn::StateGating::kSsd, nn::UpdateRule::kDelta);
+  LinearAttention ssd(o, gen);
+  o.state_gate = gating(nn::StateGating::kGla);
+  LinearAttention gla(o, gen);
+  std::map<std::string, nn::ParameterRole> roles;
+  for (LinearAttention* layer : {&ssd, &gla}) {
+    for (const auto& [name, role] : nn::parameter_roles(*layer)) roles[name] = role;
+  }
+  EXPECT_EQ(roles.at("state_gate.dt_proj.weight"), nn::ParameterRole::kWeight);
+  EXPECT_EQ(roles.at("state_gate.beta_proj.weight"), nn::ParameterRole::kWeight);
+  EXPECT_EQ(roles.at("state_gate.gate_down.weight"), nn::ParameterRole::kWeight);
+  EXPECT_EQ(roles.at("state_gate.gate_up.weight"), nn::ParameterRole::kWeight);
+  EXPECT_EQ(roles.at("state_gate.gate_up.bias"), nn::ParameterRole::kBias);
+  EXPECT_EQ(roles.at("state_gate.a_log"), nn::ParameterRole::kBias);
+  EXPECT_EQ(roles.at("state_gate.dt_bias"), nn::ParameterRole::kBias);
 }
 
 TEST(LinearAttentionLayer, DecayRefusesBidirectionalLayersAndPermuteFormer) {
