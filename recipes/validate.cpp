@@ -160,6 +160,11 @@ void check_linear_attention(Checker& check, const LinearAttention& linear, const
                  "takes normalization LAYER_NORM, RMS_NORM or GROUP_NORM, not the DENOMINATOR");
     }
   }
+  if (linear.decay().learnable() && linear.normalization() == LinearAttention::DENOMINATOR) {
+    check.fail(path + ".decay.learnable",
+               "a learnable decay runs the gated kernel, which takes normalization LAYER_NORM, "
+               "RMS_NORM or GROUP_NORM, not the DENOMINATOR");
+  }
   if (linear.normalization() == LinearAttention::DENOMINATOR) {
     check.positive(path + ".denominator_eps", linear.denominator_eps());
     const std::string reason = signed_feature_reason(linear, position);

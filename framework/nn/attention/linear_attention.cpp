@@ -91,8 +91,8 @@ LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generato
                "LinearAttention: a data-dependent gate or the delta rule does not combine with "
                "a fixed decay or permute_former");
     ROTA_CHECK(options.norm != LinearAttentionNorm::kDenominator,
-               "LinearAttention: gating and the delta rule take norm = layer_norm, rms_norm or "
-               "group_norm, not the denominator");
+               "LinearAttention: gating, the delta rule and a learnable decay take norm = "
+               "layer_norm, rms_norm or group_norm, not the denominator");
     state_gate_ = register_module(
         "state_gate", std::make_shared<StateGate>(gate, e, options.heads, feature_dim(),
                                                   options.projection_init, options.dtype, gen));

@@ -272,6 +272,11 @@ TEST(RecipeFields, DecayIsRefusedWhereItIsUndefinedNamingTheField) {
   const std::string masked_gate =
       error_of({"model.kind=MASKED_LM", "model.attention.linear.gating={ssd {}}"});
   EXPECT_NE(masked_gate.find("CAUSAL_LM models only"), std::string::npos) << masked_gate;
+  const std::string learnable_denominator =
+      error_of({"model.attention.linear.decay={learnable: true}",
+                "model.attention.linear.normalization=DENOMINATOR"});
+  EXPECT_NE(learnable_denominator.find("model.attention.linear.decay.learnable"), std::string::npos)
+      << learnable_denominator;
   const std::string empty = error_of({"model.attention.linear.gating={}"});
   EXPECT_NE(empty.find("choose one gate"), std::string::npos) << empty;
 }
