@@ -144,6 +144,24 @@ void expect_step_logits_equal_forward(const CausalLm& model, const std::vector<i
 // ---------------------------------------------------------------------------------------------
 // Greedy generation through the recurrent state (linear attention).
 
+/// Greedy generation (recurrent state / caches) from a random prompt drawn with prompt_seed
+/// equals argmax of full forward passes, and every position's step logits equal the forward's.
+void expect_greedy_generation_equals_forward(const CausalLm& model, uint64_t prompt_seed,
+                                             DType dtype, const std::string& name) {
+  Generator prompt_gen(prompt_seed);
+  const std::vector<int64_t> prompt = random_prompt(prompt_gen);
+  const Tolerance tol = tolerance_for(dtype);
+  GenerationOptions options;
+  options.tokens = kGenerated;
+  options.temperature = 0;
+  const std::vector<int64_t> generated = models::generate(model, prompt, options);
+  const std::vector<int64_t> reference = greedy_by_full_forward(model, prompt, kGenerated, tol);
+  EXPECT_EQ(generated, reference) << name;
+  std::vector<int64_t> sequence = prompt;
+  sequence.insert(sequence.end(), reference.begin(), reference.end());
+  expect_step_logits_equal_forward(model, sequence, tol, name);
+}
+
 struct LinearCase {
   std::string name;
   nn::PositionEncoding position;  // LRPE cases: the core, with a learnable Householder P
@@ -196,21 +214,7 @@ TEST_P(LinearGreedyGeneration, EqualsArgmaxOfFullForwardAndStepLogitsMatch) {
   CausalLm model(linear_options(c), init_gen, nullptr);
   model.eval();
   ASSERT_TRUE(model.supports_step());
-  Generator prompt_gen(22);
-  const std::vector<int64_t> prompt = random_prompt(prompt_gen);
-  const Tolerance tol = tolerance_for(c.dtype);
-
-  GenerationOptions options;
-  options.tokens = kGenerated;
-  options.temperature = 0;
-  const std::vector<int64_t> generated = models::generate(model, prompt, options);
-  const std::vector<int64_t> reference = greedy_by_full_forward(model, prompt, kGenerated, tol);
-  EXPECT_EQ(generated, reference) << c.name;
-
-  // Every position's recurrent logits against the forward pass over the decoded sequence.
-  std::vector<int64_t> sequence = prompt;
-  sequence.insert(sequence.end(), reference.begin(), reference.end());
-  expect_step_logits_equal_forward(model, sequence, tol, c.name);
+  expect_greedy_generation_equals_forward(model, 22, c.dtype, c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Encodings, LinearGreedyGeneration, ::testing::ValuesIn(linear_cases()),
@@ -389,20 +393,7 @@ TEST_P(HybridGreedyGeneration, EqualsArgmaxOfFullForwardAndStepLogitsMatch) {
   }
   ASSERT_GT(softmax_blocks, 0);
   ASSERT_LT(softmax_blocks, model.encoder().num_blocks());
-  Generator prompt_gen(42);
-  const std::vector<int64_t> prompt = random_prompt(prompt_gen);
-  const Tolerance tol = tolerance_for(c.dtype);
-
-  GenerationOptions options;
-  options.tokens = kGenerated;
-  options.temperature = 0;
-  const std::vector<int64_t> generated = models::generate(model, prompt, options);
-  const std::vector<int64_t> reference = greedy_by_full_forward(model, prompt, kGenerated, tol);
-  EXPECT_EQ(generated, reference) << c.name;
-
-  std::vector<int64_t> sequence = prompt;
-  sequence.insert(sequence.end(), reference.begin(), reference.end());
-  expect_step_logits_equal_forward(model, sequence, tol, c.name);
+  expect_greedy_generation_equals_forward(model, 42, c.dtype, c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stacks, HybridGreedyGeneration, ::testing::ValuesIn(hybrid_cases()),
