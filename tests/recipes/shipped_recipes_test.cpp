@@ -192,7 +192,7 @@ TEST(ShippedRecipes, AblationsHaveThreeSeedsAndTheIssuesVariants) {
         "softmax_t5", "softmax_alibi"}},
       {"decay_gating.txtpb",
        {"nope", "lrpe_type2", "retnet", "lrpe_d", "lrpe_d_learnable", "gla", "ssd", "deltanet",
-        "gated_deltanet", "softmax_rope"}},
+        "gated_deltanet", "hybrid", "softmax_rope"}},
   };
   for (const auto& [file, variants] : expected) {
     SCOPED_TRACE(file);
@@ -218,6 +218,12 @@ TEST(ShippedRecipes, AblationsHaveThreeSeedsAndTheIssuesVariants) {
   std::map<std::string, LinearAttention> linear;
   for (const Variant& variant : decay.ablation.variant()) {
     const Recipe recipe = run_recipe(decay, variant, 1);
+    if (variant.name() == "hybrid") {
+      EXPECT_EQ(recipe.model().hybrid().every(), 4);
+      EXPECT_TRUE(recipe.model().hybrid().attention().has_softmax());
+      EXPECT_TRUE(recipe.model().hybrid().position().has_rope());
+      EXPECT_TRUE(recipe.model().position().has_lrpe());
+    }
     if (recipe.model().attention().has_linear()) {
       linear[variant.name()] = recipe.model().attention().linear();
     }
