@@ -1,7 +1,10 @@
-// Vectorised one-row loops the fused attention kernels share: out += a·x and the dot product.
+// Vectorised one-row loops the fused attention kernels share: out += a·x, dot products, sums, exp.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+
+#include "framework/backend/cpu/vector_math.h"
 
 namespace rota::backend {
 
@@ -18,6 +21,48 @@ inline T dot_row(const T* a, const T* b, int64_t n) {
   T acc = 0;
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
+  return acc;
+}
+
+/// x[i] = e^x[i] over [n]: vecmath's vector f32 exp (the build for the widest instruction set),
+/// std::exp in f64.
+inline void exp_inplace(float* x, int64_t n) {
+  if (n > 0) vecmath::kernels().exp(x, x, n);
+}
+inline void exp_inplace(double* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i]);
+}
+
+/// Σ_i x[i] over [n] in f64, summed in 8 fixed lanes (then the tail): vectorised in every build,
+/// deterministic order.
+inline double sum_row(const double* x, int64_t n) {
+  constexpr int64_t kLanes = 8;
+  double lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += x[i + l];
+  }
+  double acc = 0;
+  for (int64_t l = 0; l < kLanes; ++l) acc += lanes[l];
+  for (; i < n; ++i) acc += x[i];
+  return acc;
+}
+
+/// Σ_i a[i]·b[i]·w[i] over [n], summed in 16 fixed lanes (then the tail): a fixed-width inner
+/// loop every build vectorises, also where an omp simd reduction is left scalar (inlined into a
+/// flattened instruction-set build, isa_build.h). The order of the sums is fixed, so the result
+/// is deterministic for a given build.
+template <typename T>
+inline T weighted_dot_row(const T* a, const T* b, const T* w, int64_t n) {
+  constexpr int64_t kLanes = 16;
+  T lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += a[i + l] * b[i + l] * w[i + l];
+  }
+  T acc = 0;
+  for (int64_t l = 0; l < kLanes; ++l) acc += lanes[l];
+  for (; i < n; ++i) acc += a[i] * b[i] * w[i];
   return acc;
 }
 

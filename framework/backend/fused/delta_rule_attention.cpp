@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "framework/backend/cpu/dispatch.h"
+#include "framework/backend/cpu/isa_build.h"
 #include "framework/backend/cpu/parallel.h"
 #include "framework/backend/cpu/row_kernels.h"
 #include "framework/backend/cpu/small_gemm.h"
@@ -66,26 +67,28 @@ struct Slice {
 // Per-thread scratch for chunks of at most C rows.
 template <typename T>
 struct DeltaScratch {
-  std::vector<double> b;   // cumulative log-gates in the chunk: [C]
-  std::vector<T> gamma;    // γ_r = e^(b_r): [C]
-  std::vector<T> tail;     // e^(b_last − b_r): [C]
-  std::vector<T> decay;    // Γ_rs = e^(b_r − b_s) for s ≤ r: [C, C]
-  std::vector<T> kt;       // K_cᵀ: [F, C]
-  std::vector<T> kk;       // K_c K_cᵀ: [C, C]
-  std::vector<T> a;        // A = strictly_lower(diag(β) K Kᵀ ⊙ Γ): [C, C]
-  std::vector<T> p;        // P = Q Kᵀ ⊙ Γ ⊙ tril: [C, C]
-  std::vector<T> z;        // Z = V − diag(γ) K S: [C, D]
-  std::vector<T> u;        // U = L⁻¹ diag(β) Z: [C, D]
-  std::vector<T> rows;     // a row-scaled copy of Q_c or K_c: [C, F]
-  std::vector<T> ut;       // Uᵀ: [D, C]
-  std::vector<T> du;       // [C, D]
-  std::vector<T> dy;       // [C, D]
-  std::vector<T> dp;       // [C, C]
-  std::vector<T> tmp;      // [C, F]
-  std::vector<T> st;       // a state transposed: [D, F]
-  std::vector<double> db;  // ∂L/∂b_r: [C]
-  std::vector<T> states;   // chunk-start states of one slice (backward): [N/C, F, D]
-  std::vector<T> ds;       // ∂L/∂S: [F, D]
+  std::vector<double> b;     // cumulative log-gates in the chunk: [C]
+  std::vector<T> gamma;      // γ_r = e^(b_r): [C]
+  std::vector<T> tail;       // e^(b_last − b_r): [C]
+  std::vector<T> decay;      // Γ_rs = e^(b_r − b_s) for s ≤ r: [C, C]
+  std::vector<T> kt;         // K_cᵀ: [F, C]
+  std::vector<T> kk;         // K_c K_cᵀ: [C, C]
+  std::vector<T> a;          // A = strictly_lower(diag(β) K Kᵀ ⊙ Γ): [C, C]
+  std::vector<T> p;          // P = Q Kᵀ ⊙ Γ ⊙ tril: [C, C]
+  std::vector<T> z;          // Z = V − diag(γ) K S: [C, D]
+  std::vector<T> u;          // U = L⁻¹ diag(β) Z: [C, D]
+  std::vector<T> rows;       // a row-scaled copy of Q_c or K_c: [C, F]
+  std::vector<T> ut;         // Uᵀ: [D, C]
+  std::vector<T> du;         // [C, D]
+  std::vector<T> dy;         // [C, D]
+  std::vector<T> dp;         // [C, C]
+  std::vector<T> tmp;        // [C, F]
+  std::vector<T> st;         // a state transposed: [D, F]
+  std::vector<double> db;    // ∂L/∂b_r: [C]
+  std::vector<double> pair;  // one row's f64 terms of a gradient sum: [C]
+  std::vector<T> us;         // U of every chunk of one slice (backward): [N, D]
+  std::vector<T> states;     // chunk-start states of one slice (backward): [N/C, F, D]
+  std::vector<T> ds;         // ∂L/∂S: [F, D]
 
   DeltaScratch(const DeltaDims& s, int64_t chunk, bool backward) {
     const int64_t c = std::min(chunk, std::max<int64_t>(s.n, 1));
@@ -108,16 +111,19 @@ struct DeltaScratch {
     tmp.resize(c * s.f);
     st.resize(s.d * s.f);
     db.resize(c);
+    pair.resize(c);
+    us.resize(s.n * s.d);
     states.resize(((s.n + chunk - 1) / chunk) * s.f * s.d);
     ds.resize(s.f * s.d);
   }
 };
 
 // For chunk [c0, c0 + len) with chunk-start state S [F, D] (zero when first): the gate
-// factors, A, P (when need_p), Z = V − diag(γ) K S and U = L⁻¹ diag(β) Z, into w.
+// factors, A, P (when need_p), Z = V − diag(γ) K S and U = L⁻¹ diag(β) Z, into w. known_u: U of
+// this chunk computed before ([len, D], copied instead of solving again) or null.
 template <typename T>
 void prepare_chunk(const Slice<T>& x, const DeltaDims& s, int64_t c0, int64_t len, const T* state,
-                   bool first, bool need_p, DeltaScratch<T>& w) {
+                   bool first, bool need_p, const T* known_u, DeltaScratch<T>& w) {
   const int64_t f = s.f, d = s.d;
   const T* kc = x.k + c0 * f;
   const T* beta = x.beta + c0;
@@ -127,11 +133,23 @@ void prepare_chunk(const Slice<T>& x, const DeltaDims& s, int64_t c0, int64_t le
     acc += x.gate ? static_cast<double>(x.gate[c0 + r]) : 0.0;
     w.b[r] = acc;
   }
-  for (int64_t r = 0; r < len; ++r) {
-    w.gamma[r] = x.gate ? static_cast<T>(std::exp(w.b[r])) : T(1);
-    w.tail[r] = x.gate ? static_cast<T>(std::exp(w.b[len - 1] - w.b[r])) : T(1);
-    for (int64_t c = 0; c <= r; ++c) {
-      w.decay[r * len + c] = x.gate ? static_cast<T>(std::exp(w.b[r] - w.b[c])) : T(1);
+  // Every exponent is a difference of f64 sums, ≤ 0, rounded to T before the (vector f32) exp;
+  // Γ is read only for s ≤ r.
+  if (x.gate) {
+    for (int64_t r = 0; r < len; ++r) {
+      w.gamma[r] = static_cast<T>(w.b[r]);
+      w.tail[r] = static_cast<T>(w.b[len - 1] - w.b[r]);
+      T* decay_row = w.decay.data() + r * len;
+      for (int64_t c = 0; c <= r; ++c) decay_row[c] = static_cast<T>(w.b[r] - w.b[c]);
+      exp_inplace(decay_row, r + 1);
+    }
+    exp_inplace(w.gamma.data(), len);
+    exp_inplace(w.tail.data(), len);
+  } else {
+    std::fill(w.gamma.begin(), w.gamma.begin() + len, T(1));
+    std::fill(w.tail.begin(), w.tail.begin() + len, T(1));
+    for (int64_t r = 0; r < len; ++r) {
+      std::fill(w.decay.begin() + r * len, w.decay.begin() + r * len + r + 1, T(1));
     }
   }
   // K_cᵀ [F, len]; KK = K_c K_cᵀ [len, len]; A_rs = β_r Γ_rs KK_rs for s < r.
@@ -164,6 +182,10 @@ void prepare_chunk(const Slice<T>& x, const DeltaDims& s, int64_t c0, int64_t le
 #pragma omp simd
       for (int64_t e = 0; e < d; ++e) zr[e] = vc[r * d + e] - gr * zr[e];
     }
+  }
+  if (known_u) {
+    std::copy(known_u, known_u + len * d, w.u.data());
+    return;
   }
   // U = L⁻¹ diag(β) Z by forward substitution: u_r = β_r z_r − Σ_{s<r} A_rs u_s.
   for (int64_t r = 0; r < len; ++r) {
@@ -203,7 +225,7 @@ void forward_slice(const Slice<T>& x, const DeltaDims& s, int64_t chunk, T* o, T
   for (int64_t c0 = 0; c0 < s.n; c0 += chunk) {
     const int64_t len = std::min(chunk, s.n - c0);
     const bool first = c0 == 0;
-    prepare_chunk(x, s, c0, len, state, first, true, w);
+    prepare_chunk(x, s, c0, len, state, first, true, static_cast<const T*>(nullptr), w);
     T* oc = o + c0 * d;
     // O_c = diag(γ) Q_c S + P U
     if (!first) {
@@ -233,14 +255,16 @@ void backward_slice(const Slice<T>& x, const DeltaDims& s, int64_t chunk, const 
   const int64_t f = s.f, d = s.d;
   const int64_t chunks = (s.n + chunk - 1) / chunk;
   const bool gated = x.gate != nullptr;
-  // Forward sweep: the chunk-start states.
+  // Forward sweep: the chunk-start states, and U of every chunk but the last (the reverse sweep
+  // reuses it instead of solving again).
   std::fill(state, state + f * d, T(0));
   for (int64_t ci = 0; ci < chunks; ++ci) {
     const int64_t c0 = ci * chunk;
     const int64_t len = std::min(chunk, s.n - c0);
     std::copy(state, state + f * d, w.states.data() + ci * f * d);
     if (ci + 1 == chunks) break;
-    prepare_chunk(x, s, c0, len, state, ci == 0, false, w);
+    prepare_chunk(x, s, c0, len, state, ci == 0, false, static_cast<const T*>(nullptr), w);
+    std::copy(w.u.data(), w.u.data() + len * d, w.us.data() + c0 * d);
     advance_state(x, s, c0, len, state, w);
   }
   // Reverse sweep carrying dS.
@@ -251,7 +275,8 @@ void backward_slice(const Slice<T>& x, const DeltaDims& s, int64_t chunk, const 
     const int64_t len = std::min(chunk, s.n - c0);
     const bool first = ci == 0;
     const T* s0 = w.states.data() + ci * f * d;
-    prepare_chunk(x, s, c0, len, s0, first, true, w);
+    const T* known_u = ci + 1 < chunks ? w.us.data() + c0 * d : nullptr;
+    prepare_chunk(x, s, c0, len, s0, first, true, known_u, w);
     const T* qc = x.q + c0 * f;
     const T* kc = x.k + c0 * f;
     const T* gc = g + c0 * d;
@@ -275,19 +300,19 @@ void backward_slice(const Slice<T>& x, const DeltaDims& s, int64_t chunk, const 
     small_gemm::transpose_into(w.u.data(), len, d, d, w.ut.data());
     block_product(len, len, d, gc, d, int64_t{1}, w.ut.data(), len, w.dp.data(), len, false);
     for (int64_t r = 0; r < len; ++r) {
-      for (int64_t c = 0; c < len; ++c) {
-        T& e = w.dp[r * len + c];
-        if (c > r) {
-          e = T(0);
-          continue;
+      T* dp_row = w.dp.data() + r * len;
+      const T* decay_row = w.decay.data() + r * len;
+      if (gated) {  // ∂/∂b of Γ_rs = e^(b_r − b_s) in P_rs: t_s = dP_rs P_rs
+        const T* p_row = w.p.data() + r * len;
+        double* t = w.pair.data();
+        for (int64_t c = 0; c <= r; ++c) {
+          t[c] = static_cast<double>(dp_row[c]) * static_cast<double>(p_row[c]);
         }
-        if (gated) {  // ∂/∂b of Γ_rs = e^(b_r − b_s) in P_rs
-          const double t = static_cast<double>(e) * static_cast<double>(w.p[r * len + c]);
-          w.db[r] += t;
-          w.db[c] -= t;
-        }
-        e *= w.decay[r * len + c];
+        w.db[r] += sum_row(t, r + 1);
+        for (int64_t c = 0; c <= r; ++c) w.db[c] -= t[c];
       }
+      for (int64_t c = 0; c <= r; ++c) dp_row[c] *= decay_row[c];
+      std::fill(dp_row + r + 1, dp_row + len, T(0));
     }
     // dQ = (dP ⊙ Γ) K_c, dK = (dP ⊙ Γ)ᵀ Q_c
     block_product(len, f, len, w.dp.data(), len, int64_t{1}, kc, f, dqc, f, false);
@@ -329,17 +354,24 @@ void backward_slice(const Slice<T>& x, const DeltaDims& s, int64_t chunk, const 
     block_product(len, len, d, w.dy.data(), d, int64_t{1}, w.ut.data(), len, w.dp.data(), len,
                   false);
     for (int64_t r = 0; r < len; ++r) {
-      double dbeta_r = 0;
+      T* dp_row = w.dp.data() + r * len;  // −dA_r
+      const T* decay_row = w.decay.data() + r * len;
+      const T* kk_row = w.kk.data() + r * len;
+      double* t = w.pair.data();
       for (int64_t c = 0; c < r; ++c) {
-        const T da = -w.dp[r * len + c];
-        dbeta_r += static_cast<double>(da * w.decay[r * len + c] * w.kk[r * len + c]);
-        if (gated) {
-          const double t = static_cast<double>(da) * static_cast<double>(w.a[r * len + c]);
-          w.db[r] += t;
-          w.db[c] -= t;
-        }
-        w.dp[r * len + c] = da * beta[r] * w.decay[r * len + c];
+        t[c] = static_cast<double>(-dp_row[c] * decay_row[c] * kk_row[c]);
       }
+      double dbeta_r = sum_row(t, r);
+      if (gated) {  // t_s = dA_rs A_rs
+        const T* a_row = w.a.data() + r * len;
+        for (int64_t c = 0; c < r; ++c) {
+          t[c] = -static_cast<double>(dp_row[c]) * static_cast<double>(a_row[c]);
+        }
+        w.db[r] += sum_row(t, r);
+        for (int64_t c = 0; c < r; ++c) w.db[c] -= t[c];
+      }
+      const T br = beta[r];
+      for (int64_t c = 0; c < r; ++c) dp_row[c] = -dp_row[c] * br * decay_row[c];
       dbeta_r += static_cast<double>(dot_row(w.dy.data() + r * d, w.z.data() + r * d, d));
       dbeta[c0 + r] = static_cast<T>(dbeta_r);
     }
@@ -385,6 +417,34 @@ void backward_slice(const Slice<T>& x, const DeltaDims& s, int64_t chunk, const 
         dgate[c0 + r] = static_cast<T>(acc);
       }
     }
+  }
+}
+
+// ---- Instruction-set builds ----
+//
+// The f32 slice kernels are compiled for AVX-512, AVX2+FMA and plain x86-64 (isa_build.h) and
+// picked once at run time (vecmath::best_isa(), capped by ROTA_MAX_CPU_ISA): `flatten` inlines
+// the row loops above (the substitutions, the gate factors, the masks) into each build so they
+// run at its vector width; the block products dispatch on their own. The builds may differ in
+// the last bits (FMA contraction); each is deterministic. f64 (the references and gradient
+// checks) runs the portable code.
+template <typename T>
+auto forward_slice_kernel() {
+  if constexpr (std::is_same_v<T, float>) {
+    static const auto chosen = vecmath::build_of<&forward_slice<float>>(vecmath::best_isa());
+    return chosen;
+  } else {
+    return &forward_slice<double>;
+  }
+}
+
+template <typename T>
+auto backward_slice_kernel() {
+  if constexpr (std::is_same_v<T, float>) {
+    static const auto chosen = vecmath::build_of<&backward_slice<float>>(vecmath::best_isa());
+    return chosen;
+  } else {
+    return &backward_slice<double>;
   }
 }
 
@@ -435,12 +495,13 @@ Tensor delta_rule_attention_forward(const Tensor& q_in, const Tensor& k_in, cons
   dispatch_floating(in.q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const int64_t c = std::min(chunk_size, std::max<int64_t>(s.n, 1));
+    const auto slice_kernel = forward_slice_kernel<T>();
     parallel_for(s.groups, s.n * (c + s.f + 1) * (s.d + 1), [&](int64_t g0, int64_t g1) {
       DeltaScratch<T> scratch(s, chunk_size, false);
       std::vector<T> state(s.f * s.d);
       for (int64_t g = g0; g < g1; ++g) {
-        forward_slice(slice_of<T>(in, s, g), s, chunk_size, o.data<T>() + g * s.n * s.d,
-                      state.data(), scratch);
+        slice_kernel(slice_of<T>(in, s, g), s, chunk_size, o.data<T>() + g * s.n * s.d,
+                     state.data(), scratch);
       }
     });
   });
@@ -468,11 +529,12 @@ DeltaRuleGrads delta_rule_attention_backward(const Tensor& q_in, const Tensor& k
   dispatch_floating(in.q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const int64_t c = std::min(chunk_size, std::max<int64_t>(s.n, 1));
+    const auto slice_kernel = backward_slice_kernel<T>();
     parallel_for(s.groups, 3 * s.n * (c + s.f + 1) * (s.d + 1), [&](int64_t g0, int64_t g1) {
       DeltaScratch<T> scratch(s, chunk_size, true);
       std::vector<T> state(s.f * s.d);
       for (int64_t gi = g0; gi < g1; ++gi) {
-        backward_slice(
+        slice_kernel(
             slice_of<T>(in, s, gi), s, chunk_size, g.data<T>() + gi * s.n * s.d,
             grads.dq.template data<T>() + gi * s.n * s.f,
             grads.dk.template data<T>() + gi * s.n * s.f,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "framework/backend/cpu/dispatch.h"
+#include "framework/backend/cpu/isa_build.h"
 #include "framework/backend/cpu/parallel.h"
 #include "framework/backend/cpu/row_kernels.h"
 #include "framework/backend/cpu/small_gemm.h"
@@ -142,14 +143,6 @@ Tensor attention_output(const Tensor& v) {
 }
 
 using small_gemm::block_product;
-
-// x[i] = e^x[i] over [n] (the arguments are ≤ 0 here): the vector f32 exp, std::exp in f64.
-inline void exp_inplace(float* x, int64_t n) {
-  if (n > 0) vecmath::kernels().exp(x, x, n);
-}
-inline void exp_inplace(double* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i]);
-}
 
 // Per-thread scratch, sized for chunk C, features F, values D and gate width.
 template <typename T>
@@ -325,12 +318,7 @@ void intra_forward_vector(Rows<const T> q, Rows<const T> k, Rows<const T> v, Row
       }
       exp_inplace(e, r * f);
       for (int64_t c = 0; c < r; ++c) {
-        const T* kj = k.row(c0 + u0 + c);
-        const T* ec = e + c * f;
-        T acc = 0;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t x = 0; x < f; ++x) acc += qi[x] * kj[x] * ec[x];
-        row[u0 + c] = acc;
+        row[u0 + c] = weighted_dot_row(qi, k.row(c0 + u0 + c), e + c * f, f);
       }
       row[i] = dot_row(qi, k.row(c0 + i), f);
       for (int64_t j = i + 1; j < cols; ++j) row[j] = T(0);
@@ -444,15 +432,12 @@ void intra_backward_vector(Rows<const T> q, Rows<const T> k, Rows<const T> v, Ro
         T* dkj = dk + (c0 + j) * f;
         const T* ec = e + c * f;
         const T dpij = dp[r * rows + c];
-        T acc = 0;
-#pragma omp simd reduction(+ : acc)
+#pragma omp simd
         for (int64_t x = 0; x < f; ++x) {
-          const T qe = qi[x] * ec[x];
-          acc += qe * kj[x];
           dqi[x] += dpij * kj[x] * ec[x];
-          dkj[x] += dpij * qe;
+          dkj[x] += dpij * qi[x] * ec[x];
         }
-        arow[c] = acc;
+        arow[c] = weighted_dot_row(qi, kj, ec, f);
       }
       arow[r] = dot_row(qi, k.row(c0 + i), f);
       for (int64_t c = r + 1; c < rows; ++c) arow[c] = T(0);
@@ -630,6 +615,34 @@ void backward_group(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<cons
   }
 }
 
+// ---- Instruction-set builds ----
+//
+// The f32 group kernels are compiled for AVX-512, AVX2+FMA and plain x86-64 (isa_build.h) and
+// picked once at run time (vecmath::best_isa(), capped by ROTA_MAX_CPU_ISA): `flatten` inlines
+// the loops above (the pairwise gate factors, the gated rows, the gate gradient) into each build
+// so they run at its vector width; the block products and the vector exp dispatch on their own.
+// The builds may differ in the last bits (FMA contraction); each is deterministic. f64 (the
+// references and gradient checks) runs the portable code.
+template <typename T>
+auto forward_group_kernel() {
+  if constexpr (std::is_same_v<T, float>) {
+    static const auto chosen = vecmath::build_of<&forward_group<float>>(vecmath::best_isa());
+    return chosen;
+  } else {
+    return &forward_group<double>;
+  }
+}
+
+template <typename T>
+auto backward_group_kernel() {
+  if constexpr (std::is_same_v<T, float>) {
+    static const auto chosen = vecmath::build_of<&backward_group<float>>(vecmath::best_isa());
+    return chosen;
+  } else {
+    return &backward_group<double>;
+  }
+}
+
 }  // namespace
 
 Tensor gated_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
@@ -646,13 +659,14 @@ Tensor gated_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, co
       out.fill(0.0);
       return;
     }
+    const auto group_kernel = forward_group_kernel<T>();
     parallel_for(s.groups, s.n * (s.f + 1) * (s.d + kSubBlock), [&](int64_t g0, int64_t g1) {
       Scratch<T> scratch(s, chunk_size);
       for (int64_t g = g0; g < g1; ++g) {
-        forward_group(slice_rows<const T>(in.q, in.q_at, g), slice_rows<const T>(in.k, in.k_at, g),
-                      slice_rows<const T>(in.v, in.v_at, g),
-                      slice_rows<const T>(in.gate, in.gate_at, g), slice_rows<T>(in.x, in.x_at, g),
-                      scratch, s, chunk_size);
+        group_kernel(slice_rows<const T>(in.q, in.q_at, g), slice_rows<const T>(in.k, in.k_at, g),
+                     slice_rows<const T>(in.v, in.v_at, g),
+                     slice_rows<const T>(in.gate, in.gate_at, g), slice_rows<T>(in.x, in.x_at, g),
+                     scratch, s, chunk_size);
       }
     });
   });
@@ -681,16 +695,17 @@ GatedLinearAttentionGrads gated_linear_attention_backward(const Tensor& q_in, co
       grads.dlog_gate.fill(0.0);
       return;
     }
+    const auto group_kernel = backward_group_kernel<T>();
     parallel_for(s.groups, 3 * s.n * (s.f + 1) * (s.d + kSubBlock), [&](int64_t g0, int64_t g1) {
       Scratch<T> scratch(s, chunk_size);
       for (int64_t gi = g0; gi < g1; ++gi) {
         const int64_t qo = gi * s.n * s.f;
-        backward_group(
-            slice_rows<const T>(in.q, in.q_at, gi), slice_rows<const T>(in.k, in.k_at, gi),
-            slice_rows<const T>(in.v, in.v_at, gi), slice_rows<const T>(in.gate, in.gate_at, gi),
-            slice_rows<const T>(in.x, in.x_at, gi), grads.dq.template data<T>() + qo,
-            grads.dk.template data<T>() + qo, slice_rows<T>(grads.dv, dv_at, gi),
-            grads.dlog_gate.template data<T>() + gi * s.n * s.gw, scratch, s, chunk_size);
+        group_kernel(slice_rows<const T>(in.q, in.q_at, gi), slice_rows<const T>(in.k, in.k_at, gi),
+                     slice_rows<const T>(in.v, in.v_at, gi),
+                     slice_rows<const T>(in.gate, in.gate_at, gi),
+                     slice_rows<const T>(in.x, in.x_at, gi), grads.dq.template data<T>() + qo,
+                     grads.dk.template data<T>() + qo, slice_rows<T>(grads.dv, dv_at, gi),
+                     grads.dlog_gate.template data<T>() + gi * s.n * s.gw, scratch, s, chunk_size);
       }
     });
   });
