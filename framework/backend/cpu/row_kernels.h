@@ -15,12 +15,21 @@ inline void axpy_row(T* out, T a, const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] += a * x[i];
 }
 
-/// Σ_i a[i]·b[i] over [n] (an omp simd reduction: one partial sum per vector lane).
+/// Σ_i a[i]·b[i] over [n], summed in 16 fixed lanes (then the tail): a fixed-width inner loop
+/// every build vectorises, also where an omp simd reduction is left scalar (inlined into a
+/// flattened instruction-set build, isa_build.h). The order of the sums is fixed, so the result
+/// is deterministic for a given build.
 template <typename T>
 inline T dot_row(const T* a, const T* b, int64_t n) {
+  constexpr int64_t kLanes = 16;
+  T lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += a[i + l] * b[i + l];
+  }
   T acc = 0;
-#pragma omp simd reduction(+ : acc)
-  for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
+  for (int64_t l = 0; l < kLanes; ++l) acc += lanes[l];
+  for (; i < n; ++i) acc += a[i] * b[i];
   return acc;
 }
 
@@ -48,10 +57,7 @@ inline double sum_row(const double* x, int64_t n) {
   return acc;
 }
 
-/// Σ_i a[i]·b[i]·w[i] over [n], summed in 16 fixed lanes (then the tail): a fixed-width inner
-/// loop every build vectorises, also where an omp simd reduction is left scalar (inlined into a
-/// flattened instruction-set build, isa_build.h). The order of the sums is fixed, so the result
-/// is deterministic for a given build.
+/// Σ_i a[i]·b[i]·w[i] over [n], summed as dot_row.
 template <typename T>
 inline T weighted_dot_row(const T* a, const T* b, const T* w, int64_t n) {
   constexpr int64_t kLanes = 16;

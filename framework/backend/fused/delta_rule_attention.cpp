@@ -54,6 +54,10 @@ DeltaDims check_inputs(const char* op, const Tensor& q, const Tensor& k, const T
 
 using small_gemm::block_product;
 
+// Rows of one block of the triangular solves: the products with the rows before (forward) or
+// after (backward) the block are block products; only the pairs inside it are row updates.
+constexpr int64_t kSolveBlock = 16;
+
 // One slice's dense inputs: q, k [N, F], v [N, D], beta [N], gate [N] or null.
 template <typename T>
 struct Slice {
@@ -78,6 +82,7 @@ struct DeltaScratch {
   std::vector<T> z;          // Z = V − diag(γ) K S: [C, D]
   std::vector<T> u;          // U = L⁻¹ diag(β) Z: [C, D]
   std::vector<T> rows;       // a row-scaled copy of Q_c or K_c: [C, F]
+  std::vector<T> solve;      // a solve block's product with the other rows: [kSolveBlock, D]
   std::vector<T> ut;         // Uᵀ: [D, C]
   std::vector<T> du;         // [C, D]
   std::vector<T> dy;         // [C, D]
@@ -103,6 +108,7 @@ struct DeltaScratch {
     z.resize(c * s.d);
     u.resize(c * s.d);
     rows.resize(c * s.f);
+    solve.resize(kSolveBlock * s.d);
     if (!backward) return;
     ut.resize(s.d * c);
     du.resize(c * s.d);
@@ -187,14 +193,29 @@ void prepare_chunk(const Slice<T>& x, const DeltaDims& s, int64_t c0, int64_t le
     std::copy(known_u, known_u + len * d, w.u.data());
     return;
   }
-  // U = L⁻¹ diag(β) Z by forward substitution: u_r = β_r z_r − Σ_{s<r} A_rs u_s.
-  for (int64_t r = 0; r < len; ++r) {
-    T* ur = w.u.data() + r * d;
-    const T* zr = w.z.data() + r * d;
-    const T br = beta[r];
+  // U = L⁻¹ diag(β) Z by forward substitution, u_r = β_r z_r − Σ_{s<r} A_rs u_s, in blocks I of
+  // rows: U_I = diag(β) Z_I − A[I, <I] U[<I] (a block product), then the pairs inside I.
+  for (int64_t i0 = 0; i0 < len; i0 += kSolveBlock) {
+    const int64_t i1 = std::min(len, i0 + kSolveBlock);
+    T* before = w.solve.data();  // A[I, <I] U[<I]: [i1 − i0, D]
+    if (i0 > 0) {
+      block_product(i1 - i0, d, i0, w.a.data() + i0 * len, len, int64_t{1}, w.u.data(), d, before,
+                    d, false);
+    }
+    for (int64_t r = i0; r < i1; ++r) {
+      T* ur = w.u.data() + r * d;
+      const T* zr = w.z.data() + r * d;
+      const T br = beta[r];
+      if (i0 > 0) {
+        const T* before_r = before + (r - i0) * d;
 #pragma omp simd
-    for (int64_t e = 0; e < d; ++e) ur[e] = br * zr[e];
-    for (int64_t c = 0; c < r; ++c) axpy_row(ur, -w.a[r * len + c], w.u.data() + c * d, d);
+        for (int64_t e = 0; e < d; ++e) ur[e] = br * zr[e] - before_r[e];
+      } else {
+#pragma omp simd
+        for (int64_t e = 0; e < d; ++e) ur[e] = br * zr[e];
+      }
+      for (int64_t c = i0; c < r; ++c) axpy_row(ur, -w.a[r * len + c], w.u.data() + c * d, d);
+    }
   }
 }
 
@@ -344,11 +365,24 @@ void backward_slice(const Slice<T>& x, const DeltaDims& s, int64_t chunk, const 
         w.db[len - 1] += static_cast<double>(w.gamma[len - 1] * dot_row(s0, ds, f * d));
       }
     }
-    // dY = L⁻ᵀ dU by back substitution: dy_r = du_r − Σ_{s>r} A_sr dy_s.
+    // dY = L⁻ᵀ dU by back substitution, dy_r = du_r − Σ_{s>r} A_sr dy_s, in blocks I of rows
+    // from the last: dY_I = dU_I − A[>I, I]ᵀ dY[>I] (a block product), then the pairs inside I.
     std::copy(w.du.data(), w.du.data() + len * d, w.dy.data());
-    for (int64_t r2 = len - 1; r2 >= 0; --r2) {
-      const T* yr = w.dy.data() + r2 * d;
-      for (int64_t c = 0; c < r2; ++c) axpy_row(w.dy.data() + c * d, -w.a[r2 * len + c], yr, d);
+    const int64_t last_block = ((len - 1) / kSolveBlock) * kSolveBlock;
+    for (int64_t i0 = last_block; i0 >= 0; i0 -= kSolveBlock) {
+      const int64_t i1 = std::min(len, i0 + kSolveBlock);
+      if (i1 < len) {
+        T* after = w.solve.data();  // A[>I, I]ᵀ dY[>I]: [i1 − i0, D]
+        block_product(i1 - i0, d, len - i1, w.a.data() + i1 * len + i0, int64_t{1}, len,
+                      w.dy.data() + i1 * d, d, after, d, false);
+        for (int64_t x = 0; x < (i1 - i0) * d; ++x) w.dy[i0 * d + x] -= after[x];
+      }
+      for (int64_t r2 = i1 - 1; r2 >= i0; --r2) {
+        const T* yr = w.dy.data() + r2 * d;
+        for (int64_t c = i0; c < r2; ++c) {
+          axpy_row(w.dy.data() + c * d, -w.a[r2 * len + c], yr, d);
+        }
+      }
     }
     // dA = −dY Uᵀ for s < r (reusing dp): β, gate and K K terms; sym = dKK + dKKᵀ.
     block_product(len, len, d, w.dy.data(), d, int64_t{1}, w.ut.data(), len, w.dp.data(), len,

@@ -20,8 +20,8 @@ namespace rota::backend {
 
 namespace {
 
-// Rows of a per-channel diagonal block: its pairs (i, j) take one exp per channel each, so the
-// cost per token grows with it; 16 is the GLA paper's secondary chunk.
+// Rows of a per-channel diagonal block: its pairs (i, j) take one product of step decays per
+// channel each, so the cost per token grows with it; 16 is the GLA paper's secondary chunk.
 constexpr int64_t kSubBlock = 16;
 // Rows of a scalar-gate score block (as the plain kernel's kRowBlock).
 constexpr int64_t kRowBlock = 32;
@@ -158,7 +158,8 @@ struct Scratch {
   std::vector<T> beta;      // exp factors of key rows: [C, F]
   std::vector<T> scores;    // [max(kRowBlock, kSubBlock), C]
   std::vector<T> dscores;   // [max(kRowBlock, kSubBlock), C]
-  std::vector<T> expo;      // pairwise exps of one row of a diagonal block: [kSubBlock, F]
+  std::vector<T> expo;      // pairwise decays of one row of a diagonal block: [kSubBlock, F]
+  std::vector<T> steps;     // the decays e^(g_t) of a diagonal block's rows: [kSubBlock, F]
   std::vector<T> temp;      // [C, max(F, D)]
   std::vector<T> decay;     // a scalar-gate decay block: [kRowBlock, C]
 
@@ -178,6 +179,7 @@ struct Scratch {
     scores.resize(rb * c);
     dscores.resize(rb * c);
     expo.resize(kSubBlock * s.f);
+    steps.resize(kSubBlock * s.f);
     temp.resize(c * w);
     decay.resize(kRowBlock * c);
   }
@@ -277,11 +279,44 @@ void advance_state(T* state, Rows<const T> k, Rows<const T> v, int64_t c0, int64
   block_product(s.f, s.d, len, w.kh.data(), int64_t{1}, s.f, v.row(c0), v.ld, state, s.d, true);
 }
 
+// ---- Diagonal sub-blocks ----
+
+// steps[t, F] = e^(g) of the rows u0 + t < u1 of the chunk (from the f64 sums, so the clamped
+// gates): each ≤ 1.
+template <typename T>
+void step_decays(const double* cum, int64_t u0, int64_t u1, int64_t f, T* steps) {
+  for (int64_t t = u0; t < u1; ++t) {
+    const double* hi = cum + (t + 1) * f;
+    const double* lo = cum + t * f;
+    T* out = steps + (t - u0) * f;
+#pragma omp simd
+    for (int64_t x = 0; x < f; ++x) out[x] = static_cast<T>(hi[x] - lo[x]);
+  }
+  exp_inplace(steps, (u1 - u0) * f);
+}
+
+// e[c, F] = e^(B_i − B_j) for row i = u0 + r of a diagonal sub-block and its keys j = u0 + c < i,
+// as products of the step decays (each ≤ 1, so no product can overflow): e[r − 1] = a_i and
+// e[c] = e[c + 1] ⊙ a_(j+1), with a_t = steps[t − u0]. One exp per row and channel instead of
+// one per pair; the products round like a sum of as many exponents would.
+template <typename T>
+void pair_decays(const T* steps, int64_t r, int64_t f, T* e) {
+  if (r == 0) return;
+  std::copy(steps + r * f, steps + (r + 1) * f, e + (r - 1) * f);
+  for (int64_t c = r - 2; c >= 0; --c) {
+    const T* next = e + (c + 1) * f;
+    const T* a = steps + (c + 1) * f;
+    T* out = e + c * f;
+#pragma omp simd
+    for (int64_t x = 0; x < f; ++x) out[x] = next[x] * a[x];
+  }
+}
+
 // ---- Intra-chunk forward ----
 
 // Per-channel gates, chunk rows [c0, c0 + len): o_i = Σ_{c0≤j≤i} Σ_f q_if k_jf e^(B_if − B_jf) v_j.
 // Sub-block I = [u0, u1): keys before u0 through the row p = u0 − 1 (q_i ⊙ e^(B_i − B_p) times
-// k_j ⊙ e^(B_p − B_j), both ≤ 1), keys inside I pair by pair in log space. q, k: [N, F], v, o:
+// k_j ⊙ e^(B_p − B_j), both ≤ 1), keys inside I pair by pair (pair_decays). q, k: [N, F], v, o:
 // [N, D]; o rows of the chunk are overwritten.
 template <typename T>
 void intra_forward_vector(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<T> o, int64_t c0,
@@ -304,19 +339,14 @@ void intra_forward_vector(Rows<const T> q, Rows<const T> k, Rows<const T> v, Row
       block_product(rows, u0, f, w.qh.data(), f, int64_t{1}, w.packed.data(), u0, scores, cols,
                     false);
     }
+    step_decays(cum, u0, u1, f, w.steps.data());
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = u0 + r;
       T* row = scores + r * cols;
       const T* qi = q.row(c0 + i);
       // e[c, f] = e^(B_if − B_jf) for keys j = u0 + c < i
       T* e = w.expo.data();
-      for (int64_t c = 0; c < r; ++c) {
-        const double* hi = cum + (i + 1) * f;
-        const double* lo = cum + (u0 + c + 1) * f;
-#pragma omp simd
-        for (int64_t x = 0; x < f; ++x) e[c * f + x] = static_cast<T>(hi[x] - lo[x]);
-      }
-      exp_inplace(e, r * f);
+      pair_decays(w.steps.data(), r, f, e);
       for (int64_t c = 0; c < r; ++c) {
         row[u0 + c] = weighted_dot_row(qi, k.row(c0 + u0 + c), e + c * f, f);
       }
@@ -395,7 +425,7 @@ void forward_group(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<const
 // dO_i·v_j and E_ij = e^(B_i − B_j) ≤ 1 (per channel):
 //   dq_i += Σ_{j<i} dP_ij (k_j ⊙ E_ij),  dk_j += Σ_{i>j} dP_ij (q_i ⊙ E_ij)  (pair j = i left out),
 //   dv_j += Σ_{i≥j} A_ij dO_i with A_ij = Σ_f q_if k_jf E_ijf.
-// Pairs inside a sub-block in log space; query sub-block I against earlier keys through the row
+// Pairs inside a sub-block by pair_decays; query sub-block I against earlier keys through the row
 // p = u0 − 1: E_ij = α_i ⊙ β_j, α_i = e^(B_i − B_p), β_j = e^(B_p − B_j). dq, dk: [N, F] dense
 // (accumulated), dv: [N, D] rows (accumulated); q, k: [N, F], v, g: [N, D].
 template <typename T>
@@ -413,18 +443,13 @@ void intra_backward_vector(Rows<const T> q, Rows<const T> k, Rows<const T> v, Ro
     // dP[I, I] = dO_I · V_Iᵀ
     block_product(rows, rows, d, g.row(c0 + u0), g.ld, int64_t{1}, w.packed2.data() + u0, len, dp,
                   rows, false);
+    step_decays(cum, u0, u1, f, w.steps.data());
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = u0 + r;
       const T* qi = q.row(c0 + i);
       T* dqi = dq + (c0 + i) * f;
-      T* e = w.expo.data();
-      for (int64_t c = 0; c < r; ++c) {
-        const double* hi = cum + (i + 1) * f;
-        const double* lo = cum + (u0 + c + 1) * f;
-#pragma omp simd
-        for (int64_t x = 0; x < f; ++x) e[c * f + x] = static_cast<T>(hi[x] - lo[x]);
-      }
-      exp_inplace(e, r * f);
+      T* e = w.expo.data();  // e[c, f] = e^(B_if − B_jf) for keys j = u0 + c < i
+      pair_decays(w.steps.data(), r, f, e);
       T* arow = a_diag + r * rows;
       for (int64_t c = 0; c < r; ++c) {
         const int64_t j = u0 + c;

@@ -179,20 +179,23 @@ TEST_P(DeltaRuleForms, BackwardIndependentOfChunkSize) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, DeltaRuleForms,
-    ::testing::Values(Case{1, 1, 7, 4, 3, 3, false, false},      // N % C != 0, F != D
-                      Case{1, 1, 7, 4, 3, 3, true, false},       //
-                      Case{2, 3, 5, 4, 4, 16, false, false},     // N < C (C > N)
-                      Case{2, 3, 5, 4, 4, 16, true, false},      //
-                      Case{1, 2, 9, 3, 5, 1, false, false},      // C = 1 (pure recurrence)
-                      Case{1, 2, 9, 3, 5, 1, true, false},       //
-                      Case{2, 2, 16, 8, 8, 4, false, false},     // several full chunks
-                      Case{2, 2, 16, 8, 8, 4, true, false},      //
-                      Case{1, 1, 13, 5, 7, 13, true, false},     // one chunk = whole sequence
-                      Case{1, 1, 40, 6, 3, 64, true, false},     // C > N, F != D
-                      Case{2, 1, 37, 6, 4, 8, false, true},      // keys not normalised
-                      Case{2, 1, 37, 6, 4, 8, true, true},       //
-                      Case{3, 1, 1, 2, 2, 64, true, false},      // N = 1
-                      Case{1, 2, 100, 16, 8, 32, true, false}),  // longer, gated
+    ::testing::Values(Case{1, 1, 7, 4, 3, 3, false, false},     // N % C != 0, F != D
+                      Case{1, 1, 7, 4, 3, 3, true, false},      //
+                      Case{2, 3, 5, 4, 4, 16, false, false},    // N < C (C > N)
+                      Case{2, 3, 5, 4, 4, 16, true, false},     //
+                      Case{1, 2, 9, 3, 5, 1, false, false},     // C = 1 (pure recurrence)
+                      Case{1, 2, 9, 3, 5, 1, true, false},      //
+                      Case{2, 2, 16, 8, 8, 4, false, false},    // several full chunks
+                      Case{2, 2, 16, 8, 8, 4, true, false},     //
+                      Case{1, 1, 13, 5, 7, 13, true, false},    // one chunk = whole sequence
+                      Case{1, 1, 40, 6, 3, 64, true, false},    // C > N, F != D
+                      Case{2, 1, 37, 6, 4, 8, false, true},     // keys not normalised
+                      Case{2, 1, 37, 6, 4, 8, true, true},      //
+                      Case{3, 1, 1, 2, 2, 64, true, false},     // N = 1
+                      Case{1, 2, 100, 16, 8, 32, true, false},  // longer, gated
+                      // chunks of 40 = solve blocks of 16, 16, 8; the last chunk 20 = 16 + 4
+                      Case{1, 2, 100, 8, 6, 40, true, false},    //
+                      Case{1, 2, 100, 8, 6, 40, false, false}),  //
     case_name);
 
 TEST(DeltaRuleAttention, StronglyGatedFormsAgree) {
