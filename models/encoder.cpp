@@ -7,6 +7,7 @@
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/ops/elementwise.h"
 #include "framework/autograd/ops/shape.h"
+#include "framework/autograd/recompute.h"
 
 namespace rota::models {
 
@@ -28,7 +29,7 @@ bool uses_sinusoidal_embedding(const ModelOptions& o) {
 
 Encoder::Encoder(const ModelOptions& o, bool causal, Generator& init_gen,
                  std::shared_ptr<Generator> dropout_gen)
-    : options_(o) {
+    : options_(o), dropout_gen_(dropout_gen) {
   ROTA_CHECK(o.vocab_size > 0, "model: vocab_size must be positive, got {}", o.vocab_size);
   embed_ =
       register_module("embed", std::make_shared<nn::Embedding>(
@@ -80,7 +81,17 @@ Variable Encoder::embed(const Tensor& ids, int64_t offset) const {
 Variable Encoder::forward(const Tensor& ids, const Tensor& key_mask) const {
   ROTA_CHECK(ids.dim() == 2, "model: ids {} must be [B, N]", shape_str(ids.shape()));
   Variable x = dropout_->forward(embed(ids, 0));
-  for (const auto& block : *blocks_) x = block->forward(x, key_mask);
+  const bool recompute = options_.recompute_blocks && is_training() && grad_enabled();
+  for (const auto& block : *blocks_) {
+    if (!recompute) {
+      x = block->forward(x, key_mask);
+      continue;
+    }
+    const TransformerBlock* b = block.get();
+    x = recomputed(
+        "recompute_block", [b, key_mask](const Variable& in) { return b->forward(in, key_mask); },
+        x, block->parameters(), dropout_gen_.get());
+  }
   return final_norm_ ? final_norm_->forward(x) : x;
 }
 

@@ -28,7 +28,9 @@ class Encoder : public nn::Module {
  public:
   Encoder(const ModelOptions& options, bool causal, Generator& init_gen,
           std::shared_ptr<Generator> dropout_gen);
-  /// ids: i64 [B, N] → hidden states [B, N, E]. key_mask: bidirectional only, [B, N].
+  /// ids: i64 [B, N] → hidden states [B, N, E]. key_mask: bidirectional only, [B, N]. With
+  /// options.recompute_blocks, training passes save only each block's input and recompute the
+  /// block in the backward (same gradients, one more forward pass of the blocks).
   Variable forward(const Tensor& ids, const Tensor& key_mask = Tensor()) const;
   /// True when step() works: every block linear (recurrent state), or a causal hybrid stack
   /// (linear blocks keep their recurrent state, softmax blocks a key/value cache). An
@@ -52,6 +54,7 @@ class Encoder : public nn::Module {
   std::shared_ptr<nn::SinusoidalPositionEmbedding> sinusoidal_;
   std::shared_ptr<nn::LearnedPositionEmbedding> learned_;
   std::shared_ptr<nn::Dropout> dropout_;
+  std::shared_ptr<Generator> dropout_gen_;  // the blocks' dropout stream (restored to recompute)
   std::shared_ptr<nn::ModuleList<TransformerBlock>> blocks_;
   std::shared_ptr<nn::Norm> final_norm_;
 };

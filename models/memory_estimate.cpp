@@ -157,12 +157,22 @@ MemoryEstimate training_memory(const ModelOptions& o, int64_t batch, int64_t seq
   const double tokens = static_cast<double>(batch) * static_cast<double>(sequence_length);
   const double bytes = o.dtype == DType::kBF16 ? 2.0 : 4.0;
   double layers = 0;  // Σ over blocks (a hybrid's blocks differ)
+  double widest = 0;  // the block that saves the most
   for (int64_t i = 0; i < o.layers; ++i) {
-    layers += floats_per_token_layer(block_options(o, i), sequence_length, true);
+    const double block = floats_per_token_layer(block_options(o, i), sequence_length, true);
+    layers += block;
+    widest = std::max(widest, block);
   }
   // Plus the embeddings, the final norm and the loss rows outside the blocks.
   const double outside = 4.0 * static_cast<double>(o.dim);
-  m.activation_bytes = tokens * bytes * (layers + outside);
+  if (o.recompute_blocks) {
+    // Every block's input (the f32 residual stream) is kept; one block's saved tensors exist at
+    // a time, while it is recomputed and backpropagated.
+    const double inputs = 4.0 * static_cast<double>(o.dim) * static_cast<double>(o.layers);
+    m.activation_bytes = tokens * (inputs + bytes * (widest + outside));
+  } else {
+    m.activation_bytes = tokens * bytes * (layers + outside);
+  }
   return m;
 }
 

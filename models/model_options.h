@@ -57,11 +57,14 @@ struct ModelOptions {
   /// Biases of the blocks' projections (attention q/k/v/out, FFN) and LayerNorms' β (block,
   /// final and linear attention's output norm); the heads keep theirs.
   bool bias = true;
-  double norm_eps = 1e-5;                        // epsilon of every norm of the model
-  bool final_norm = true;                        // a norm after the last block (pre-norm models)
-  double dropout = 0.0;                          // on embeddings and residual branches
-  bool scale_embeddings = false;                 // multiply token embeddings by √E (fairseq LMs)
-  bool tie_embeddings = true;                    // output projection shares the token embedding
+  double norm_eps = 1e-5;         // epsilon of every norm of the model
+  bool final_norm = true;         // a norm after the last block (pre-norm models)
+  double dropout = 0.0;           // on embeddings and residual branches
+  bool scale_embeddings = false;  // multiply token embeddings by √E (fairseq LMs)
+  bool tie_embeddings = true;     // output projection shares the token embedding
+  /// Training: keep only each block's input for the backward pass and recompute the block's
+  /// internals from it there (one more forward pass of the blocks; autograd/recompute.h).
+  bool recompute_blocks = false;
   InitScheme init_scheme = InitScheme::kNormal;  // see init_scheme.h
   double init_std = 0.02;                        // σ of kNormal and kGpt2
   AttentionFamily attention_family = AttentionFamily::kLinear;

@@ -341,6 +341,7 @@ models::ModelOptions model_options_from_recipe(const recipes::Recipe& recipe, in
   o.dropout = m.dropout();
   o.scale_embeddings = m.embedding_scale() == recipes::Model::SQRT_WIDTH;
   o.tie_embeddings = m.tie_embeddings();
+  o.recompute_blocks = recipe.train().recompute_blocks();
   o.init_scheme = init_scheme_of(m.init_scheme());
   o.init_std = m.init_std();
   o.attention_family = set_attention(m.attention(), o.attention, o.softmax);

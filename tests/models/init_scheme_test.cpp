@@ -169,7 +169,9 @@ void expect_distribution(const Tensor& values, const Expected& want, const std::
   EXPECT_NEAR(std / want_std, 1.0, 6.0 * 0.71 / root_n) << name << ": std " << std;
   if (want.family == Expected::Family::kUniform) {
     EXPECT_LE(max_abs, want.spread) << name << ": beyond the uniform bound";
-    if (n >= 4096) EXPECT_GE(max_abs, 0.99 * want.spread) << name;
+    if (n >= 4096) {
+      EXPECT_GE(max_abs, 0.99 * want.spread) << name;
+    }
   }
   if (n >= 4096) {
     const double excess_kurtosis = m4 / (m2 * m2) - 3.0;

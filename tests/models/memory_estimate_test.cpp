@@ -258,5 +258,28 @@ TEST(MemoryEstimate, TrainingAddsStateAndActivationsThatScaleWithTokensAndLayers
   EXPECT_NEAR(training_memory(hybrid, 4, 64).activation_bytes, expected, 1e-9 * expected);
 }
 
+// Block recomputation keeps every block's input (E f32 per token and block) and one block's
+// saved tensors: a 6-block model costs its inputs plus what a 1-block model saves.
+TEST(MemoryEstimate, RecomputedBlocksKeepTheirInputsAndOneBlock) {
+  ModelOptions one = base(ModelKind::kCausalLm);
+  one.layers = 1;
+  ModelOptions deep = one;
+  deep.layers = 6;
+  deep.recompute_blocks = true;
+  const double tokens = 4.0 * 64.0;
+  const double inputs = tokens * 4.0 * static_cast<double>(deep.dim) * 6.0;
+  EXPECT_DOUBLE_EQ(training_memory(deep, 4, 64).activation_bytes,
+                   inputs + training_memory(one, 4, 64).activation_bytes);
+  ModelOptions plain_deep = deep;
+  plain_deep.recompute_blocks = false;
+  EXPECT_LT(training_memory(deep, 4, 64).activation_bytes,
+            0.5 * training_memory(plain_deep, 4, 64).activation_bytes);
+  // Parameters, optimizer state and inference are not affected.
+  EXPECT_EQ(training_memory(deep, 4, 64).state_bytes,
+            training_memory(plain_deep, 4, 64).state_bytes);
+  EXPECT_EQ(inference_memory(deep, 4, 64).activation_bytes,
+            inference_memory(plain_deep, 4, 64).activation_bytes);
+}
+
 }  // namespace
 }  // namespace rota::models

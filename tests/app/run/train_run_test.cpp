@@ -167,6 +167,30 @@ TEST(TrainCommand, WindowSamplingAndInitSchemeChangeTheRun) {
   EXPECT_NE(weights("aligned"), weights("pytorch"));
 }
 
+// train.recompute_blocks recomputes each block in the backward: the same run, bit for bit
+// (dropout masks included), for a causal LM and a classifier with accumulation; and it resumes.
+TEST(TrainCommand, RecomputingBlocksTrainsTheSameWeights) {
+  TempDir tmp;
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "plain", {"model.dropout=0.1"}), kExitOk);
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "recomputed",
+                  {"model.dropout=0.1", "train.recompute_blocks=true"}),
+            kExitOk);
+  ::testing::internal::GetCapturedStdout();
+  const auto weights = [&](const char* run) {
+    return read_bytes(latest(tmp / run) / io::kModelFile);
+  };
+  EXPECT_EQ(weights("recomputed"), weights("plain"));
+  const auto plain_lines = metrics_lines(tmp / "plain", "train");
+  const auto recomputed_lines = metrics_lines(tmp / "recomputed", "train");
+  ASSERT_EQ(plain_lines.size(), recomputed_lines.size());
+  ASSERT_FALSE(plain_lines.empty());
+  for (size_t i = 0; i < plain_lines.size(); ++i) {
+    EXPECT_EQ(recomputed_lines[i]["loss"].get<double>(), plain_lines[i]["loss"].get<double>());
+  }
+  expect_resume_bit_exact("tiny_causal_lm", {"model.dropout=0.1", "train.recompute_blocks=true"});
+}
+
 TEST(TrainCommand, ResumeIsBitExactForAClassifierWithAccumulation) {
   expect_resume_bit_exact("tiny_classifier",
                           {"model.dropout=0.1", "train.gradient_accumulation=2"});

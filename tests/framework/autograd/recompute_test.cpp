@@ -1,0 +1,130 @@
+// Activation recomputation: the same values and gradients as the plain function, its dropout stream
+// reproduced.
+#include "framework/autograd/recompute.h"
+
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/autograd/ops/dropout.h"
+#include "framework/autograd/ops/elementwise.h"
+#include "framework/autograd/ops/matmul.h"
+#include "framework/autograd/ops/reduce.h"
+
+namespace rota {
+namespace {
+
+// Bit-for-bit equality of two tensors (shape and every value).
+void expect_same_bits(const Tensor& actual, const Tensor& expected, const char* what) {
+  ASSERT_TRUE(actual.defined()) << what;
+  ASSERT_TRUE(expected.defined()) << what;
+  ASSERT_EQ(actual.shape(), expected.shape()) << what;
+  const std::vector<double> a = actual.to_double_vector();
+  const std::vector<double> e = expected.to_double_vector();
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], e[i]) << what << " element " << i;
+}
+
+// A small layer that draws from a generator: y = x + dropout(tanh(x W + b) W2, 0.3).
+struct Layer {
+  Variable w, b, w2;
+  std::shared_ptr<Generator> rng;
+  int* calls;
+
+  Variable operator()(const Variable& x) const {
+    ++*calls;
+    const Variable h = tanh(linear(x, w, b));
+    return x + dropout(matmul(h, w2), 0.3, *rng, true);
+  }
+  std::vector<Variable> parameters() const { return {w, b, w2}; }
+};
+
+struct LayerCase {
+  int calls = 0;
+  Layer layer;
+  Variable x;
+  Tensor upstream;  // the gradient arriving at the layer's output: [4, 6]
+
+  explicit LayerCase(bool input_needs_grad) {
+    Generator gen(7);
+    layer.w = Variable(randn({5, 6}, gen, 0, 0.5, DType::kF64), true);  // [out, in]
+    layer.b = Variable(randn({5}, gen, 0, 0.5, DType::kF64), true);
+    layer.w2 = Variable(randn({5, 6}, gen, 0, 0.5, DType::kF64), true);  // [5, 6]
+    layer.rng = std::make_shared<Generator>(11);
+    layer.calls = &calls;
+    x = Variable(randn({4, 6}, gen, 0, 1, DType::kF64), input_needs_grad);
+    upstream = randn({4, 6}, gen, 0, 1, DType::kF64);
+  }
+};
+
+TEST(Recompute, ValuesGradientsAndDropoutStreamEqualThePlainFunction) {
+  LayerCase plain(true), again(true);
+  // Plain: y = layer(x), twice (so the generator moves on as a second step would).
+  const Variable y_plain = plain.layer(plain.x);
+  y_plain.backward(plain.upstream);
+  const Generator::State plain_after = plain.layer.rng->state();
+
+  const Variable y = recomputed(
+      "layer", [&](const Variable& in) { return again.layer(in); }, again.x,
+      again.layer.parameters(), again.layer.rng.get());
+  EXPECT_EQ(again.calls, 1);  // the forward ran once, without saving its internals
+  expect_same_bits(y.data(), y_plain.data(), "output");
+  const Generator::State after_forward = again.layer.rng->state();
+  y.backward(again.upstream);
+  EXPECT_EQ(again.calls, 2);  // and once more in the backward
+  // The second run drew the same masks, and the stream is where the forward left it.
+  EXPECT_EQ(again.layer.rng->state(), after_forward);
+  EXPECT_EQ(again.layer.rng->state(), plain_after);
+  expect_same_bits(again.x.grad(), plain.x.grad(), "dx");
+  expect_same_bits(again.layer.w.grad(), plain.layer.w.grad(), "dW");
+  expect_same_bits(again.layer.b.grad(), plain.layer.b.grad(), "db");
+  expect_same_bits(again.layer.w2.grad(), plain.layer.w2.grad(), "dW2");
+}
+
+TEST(Recompute, ParametersGetGradientsWhenTheInputNeedsNone) {
+  LayerCase plain(false), again(false);
+  plain.layer(plain.x).backward(plain.upstream);
+  const Variable y = recomputed(
+      "layer", [&](const Variable& in) { return again.layer(in); }, again.x,
+      again.layer.parameters(), again.layer.rng.get());
+  ASSERT_TRUE(y.requires_grad());
+  y.backward(again.upstream);
+  EXPECT_FALSE(again.x.grad().defined());
+  expect_same_bits(again.layer.w.grad(), plain.layer.w.grad(), "dW");
+  expect_same_bits(again.layer.w2.grad(), plain.layer.w2.grad(), "dW2");
+}
+
+TEST(Recompute, InsideALargerGraphAndNested) {
+  // z = sum(recomputed(x ↦ recomputed(layer)(x)² ) · c): gradients as the plain composition.
+  LayerCase plain(true), again(true);
+  const auto outer_plain = [&](const Variable& in) { return square(plain.layer(in)); };
+  sum(outer_plain(plain.x * 2.0)).backward();
+  const auto inner = [&](const Variable& in) {
+    return recomputed(
+        "inner", [&](const Variable& v) { return again.layer(v); }, in, again.layer.parameters(),
+        again.layer.rng.get());
+  };
+  const Variable y = recomputed(
+      "outer", [&](const Variable& in) { return square(inner(in)); }, again.x * 2.0,
+      again.layer.parameters(), again.layer.rng.get());
+  sum(y).backward();
+  expect_same_bits(again.x.grad(), plain.x.grad(), "dx");
+  expect_same_bits(again.layer.w.grad(), plain.layer.w.grad(), "dW");
+  expect_same_bits(again.layer.b.grad(), plain.layer.b.grad(), "db");
+  EXPECT_EQ(again.layer.rng->state(), plain.layer.rng->state());
+}
+
+TEST(Recompute, WithoutGradModeItIsThePlainCall) {
+  LayerCase plain(true), again(true);
+  NoGradGuard no_grad;
+  const Variable y_plain = plain.layer(plain.x);
+  const Variable y = recomputed(
+      "layer", [&](const Variable& in) { return again.layer(in); }, again.x,
+      again.layer.parameters(), again.layer.rng.get());
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_EQ(again.calls, 1);
+  expect_same_bits(y.data(), y_plain.data(), "output");
+}
+
+}  // namespace
+}  // namespace rota
