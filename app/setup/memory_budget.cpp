@@ -114,13 +114,18 @@ void check_memory_budget(const models::MemoryEstimate& estimate, const MemoryBud
         fmt::format(", {} of activations for {} × {} tokens through {} layers",
                     format_bytes(estimate.activation_bytes), batch, sequence_length, m.layers());
   }
+  // Training whose activations are a large part: recomputing blocks keeps only their inputs.
+  const bool suggest_recompute = purpose == "training" && batch > 0 &&
+                                 !recipe.train().recompute_blocks() && m.layers() > 1 &&
+                                 estimate.activation_bytes >= 0.25 * estimate.total();
   throw recipes::RecipeError(fmt::format(
       "model: {} needs about {} ({}), more than the {} {}; make model.layers ({}), "
-      "model.width ({}), model.ffn_width ({}){} smaller{}",
+      "model.width ({}), model.ffn_width ({}){} smaller{}{}",
       purpose, format_bytes(estimate.total()), parts, format_bytes(limit),
       explicit_limit ? "allowed by --max-memory" : "this machine has available", m.layers(),
       m.width(), m.has_ffn_width() ? m.ffn_width() : recipes::default_ffn_width(m),
       batch > 0 ? " or data.batch_size × data.sequence_length (rota eval: --context)" : "",
+      suggest_recompute ? ", set train.recompute_blocks: true (keeps only each block's input)" : "",
       explicit_limit ? ", or raise --max-memory" : ""));
 }
 

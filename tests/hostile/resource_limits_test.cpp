@@ -63,12 +63,32 @@ TEST(ResourceLimits, MaxMemoryBoundsTrainingAndEvaluation) {
                  {"--max-memory 12Q: not a memory size"});
 }
 
+// Training refused for its activations suggests recomputing blocks, which then fits: the
+// estimate keeps each block's input and one block's tensors (12.4 MB → 7.39 MB here).
+TEST(ResourceLimits, ActivationBoundTrainingSuggestsRecomputingBlocks) {
+  testing::TempDir dir;
+  const std::string long_windows = " --set data.sequence_length=512 --max-memory 10M";
+  expect_refused(rota("train " + kTiny + " --out " + (dir / "a").string() + long_windows),
+                 {"model: training needs about 12.4 MB",
+                  "set train.recompute_blocks: true (keeps only each block's input)"});
+  const testing::CommandResult fits =
+      rota("train " + kTiny + " --out " + (dir / "b").string() + long_windows +
+           " --set train.recompute_blocks=true --set train.steps=2");
+  EXPECT_EQ(fits.code, 0) << fits.output;
+  // Already recomputing: no such suggestion.
+  const testing::CommandResult still =
+      rota("train " + kTiny + " --out " + (dir / "c").string() + long_windows +
+           " --set train.recompute_blocks=true --max-memory 2M");
+  EXPECT_NE(still.code, 0);
+  EXPECT_EQ(still.output.find("recompute_blocks"), std::string::npos) << still.output;
+}
+
 TEST(ResourceLimits, DryRunReportsTheModelAndEstimateAndWritesNothing) {
   testing::TempDir dir;
   const testing::CommandResult r =
       rota("train " + kTiny + " --out " + (dir / "run").string() + " --dry-run");
   ASSERT_EQ(r.code, 0) << r.output;
-  for (const std::string& needle :
+  for (const char* needle :
        {"dry run of", "model: CAUSAL_LM, 2 layers x width 32, 2 heads; 25520 parameters",
         "FLOPs per trained token", "memory (estimate): 1.14 MB",
         "first micro-batch: [4, 32] tokens", "schedule: 20 steps"}) {
