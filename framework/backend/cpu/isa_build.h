@@ -2,6 +2,7 @@
 // choice among the builds: the pattern of vecmath's array kernels, for any kernel function.
 #pragma once
 
+#include <type_traits>
 #include <utility>
 
 #include "framework/backend/cpu/vector_math.h"
@@ -71,6 +72,19 @@ template <auto kernel>
 decltype(kernel) build_of(Isa isa) {
   return with_build(
       isa, [](auto build) -> decltype(kernel) { return decltype(build)::template of<kernel>; });
+}
+
+/// The kernel for element type T: float_kernel built for best_isa() (chosen once) when T is float,
+/// double_kernel (the portable code of the f64 references and gradient checks) otherwise. E.g.
+/// `const auto run = f32_build_or_portable<T, &group<float>, &group<double>>();`.
+template <typename T, auto float_kernel, auto double_kernel>
+auto f32_build_or_portable() {
+  if constexpr (std::is_same_v<T, float>) {
+    static const auto chosen = build_of<float_kernel>(best_isa());
+    return chosen;
+  } else {
+    return double_kernel;
+  }
 }
 
 }  // namespace rota::backend::vecmath

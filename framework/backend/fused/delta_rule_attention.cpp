@@ -461,26 +461,8 @@ void backward_slice(const Slice<T>& x, const DeltaDims& s, int64_t chunk, const 
 // the row loops above (the substitutions, the gate factors, the masks) into each build so they
 // run at its vector width; the block products dispatch on their own. The builds may differ in
 // the last bits (FMA contraction); each is deterministic. f64 (the references and gradient
-// checks) runs the portable code.
-template <typename T>
-auto forward_slice_kernel() {
-  if constexpr (std::is_same_v<T, float>) {
-    static const auto chosen = vecmath::build_of<&forward_slice<float>>(vecmath::best_isa());
-    return chosen;
-  } else {
-    return &forward_slice<double>;
-  }
-}
-
-template <typename T>
-auto backward_slice_kernel() {
-  if constexpr (std::is_same_v<T, float>) {
-    static const auto chosen = vecmath::build_of<&backward_slice<float>>(vecmath::best_isa());
-    return chosen;
-  } else {
-    return &backward_slice<double>;
-  }
-}
+// checks) runs the portable code. The entry points below pick the build with
+// vecmath::f32_build_or_portable.
 
 // One token of the recurrence on a state st [F, D]: S = α S; u = β (v − k S); S += kᵀ u;
 // o = q S. u: [D] scratch.
@@ -529,7 +511,8 @@ Tensor delta_rule_attention_forward(const Tensor& q_in, const Tensor& k_in, cons
   dispatch_floating(in.q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const int64_t c = std::min(chunk_size, std::max<int64_t>(s.n, 1));
-    const auto slice_kernel = forward_slice_kernel<T>();
+    const auto slice_kernel =
+        vecmath::f32_build_or_portable<T, &forward_slice<float>, &forward_slice<double>>();
     parallel_for(s.groups, s.n * (c + s.f + 1) * (s.d + 1), [&](int64_t g0, int64_t g1) {
       DeltaScratch<T> scratch(s, chunk_size, false);
       std::vector<T> state(s.f * s.d);
@@ -563,7 +546,8 @@ DeltaRuleGrads delta_rule_attention_backward(const Tensor& q_in, const Tensor& k
   dispatch_floating(in.q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const int64_t c = std::min(chunk_size, std::max<int64_t>(s.n, 1));
-    const auto slice_kernel = backward_slice_kernel<T>();
+    const auto slice_kernel =
+        vecmath::f32_build_or_portable<T, &backward_slice<float>, &backward_slice<double>>();
     parallel_for(s.groups, 3 * s.n * (c + s.f + 1) * (s.d + 1), [&](int64_t g0, int64_t g1) {
       DeltaScratch<T> scratch(s, chunk_size, true);
       std::vector<T> state(s.f * s.d);

@@ -648,26 +648,7 @@ void backward_group(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<cons
 // so they run at its vector width; the block products and the vector exp dispatch on their own.
 // The builds may differ in the last bits (FMA contraction); each is deterministic. f64 (the
 // references and gradient checks) runs the portable code.
-template <typename T>
-auto forward_group_kernel() {
-  if constexpr (std::is_same_v<T, float>) {
-    static const auto chosen = vecmath::build_of<&forward_group<float>>(vecmath::best_isa());
-    return chosen;
-  } else {
-    return &forward_group<double>;
-  }
-}
-
-template <typename T>
-auto backward_group_kernel() {
-  if constexpr (std::is_same_v<T, float>) {
-    static const auto chosen = vecmath::build_of<&backward_group<float>>(vecmath::best_isa());
-    return chosen;
-  } else {
-    return &backward_group<double>;
-  }
-}
-
+// The entry points below pick the build with vecmath::f32_build_or_portable.
 }  // namespace
 
 Tensor gated_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
@@ -684,7 +665,8 @@ Tensor gated_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, co
       out.fill(0.0);
       return;
     }
-    const auto group_kernel = forward_group_kernel<T>();
+    const auto group_kernel =
+        vecmath::f32_build_or_portable<T, &forward_group<float>, &forward_group<double>>();
     parallel_for(s.groups, s.n * (s.f + 1) * (s.d + kSubBlock), [&](int64_t g0, int64_t g1) {
       Scratch<T> scratch(s, chunk_size);
       for (int64_t g = g0; g < g1; ++g) {
@@ -720,7 +702,8 @@ GatedLinearAttentionGrads gated_linear_attention_backward(const Tensor& q_in, co
       grads.dlog_gate.fill(0.0);
       return;
     }
-    const auto group_kernel = backward_group_kernel<T>();
+    const auto group_kernel =
+        vecmath::f32_build_or_portable<T, &backward_group<float>, &backward_group<double>>();
     parallel_for(s.groups, 3 * s.n * (s.f + 1) * (s.d + kSubBlock), [&](int64_t g0, int64_t g1) {
       Scratch<T> scratch(s, chunk_size);
       for (int64_t gi = g0; gi < g1; ++gi) {
