@@ -87,10 +87,11 @@ Variable Encoder::forward(const Tensor& ids, const Tensor& key_mask) const {
       x = block->forward(x, key_mask);
       continue;
     }
-    const TransformerBlock* b = block.get();
+    // The backward's second run holds the block (and the dropout stream) as long as the graph.
+    const std::shared_ptr<TransformerBlock> b = block;
     x = recomputed(
         "recompute_block", [b, key_mask](const Variable& in) { return b->forward(in, key_mask); },
-        x, block->parameters(), dropout_gen_.get());
+        x, block->parameters(), dropout_gen_);
   }
   return final_norm_ ? final_norm_->forward(x) : x;
 }

@@ -28,7 +28,7 @@ class EnableGradGuard {
 
 Variable recomputed(const char* name, const std::function<Variable(const Variable&)>& fn,
                     const Variable& input, const std::vector<Variable>& parameters,
-                    Generator* rng) {
+                    std::shared_ptr<Generator> rng) {
   std::vector<Variable> inputs;
   inputs.reserve(parameters.size() + 1);
   inputs.push_back(input);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "framework/autograd/variable.h"
@@ -19,15 +20,16 @@ namespace rota {
 ///
 /// `parameters` are the trainable tensors fn reads besides `input` (a module's parameters()):
 /// they make the node part of the graph when the input itself needs no gradient. `rng` is the
-/// generator fn draws from (dropout), or null: its state before the first run is restored for
-/// the second, so both draw the same masks, and the state after the backward is what it was
-/// before it (the stream continues as without recomputation). The matmul precision of the
-/// first run is used for the second.
+/// generator fn draws from (dropout), or null (kept alive with the graph): its state before the
+/// first run is restored for the second, so both draw the same masks, and the state after the
+/// backward is what it was before it (the stream continues as without recomputation). The matmul
+/// precision of the first run is used for the second.
 ///
 /// Without grad mode, or when neither the input nor a parameter needs a gradient, this is
 /// fn(input). fn must be deterministic given its input, parameters and rng state, and must
 /// return a Variable computed from them.
 Variable recomputed(const char* name, const std::function<Variable(const Variable&)>& fn,
-                    const Variable& input, const std::vector<Variable>& parameters, Generator* rng);
+                    const Variable& input, const std::vector<Variable>& parameters,
+                    std::shared_ptr<Generator> rng);
 
 }  // namespace rota

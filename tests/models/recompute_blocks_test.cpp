@@ -52,6 +52,9 @@ std::vector<Variant> variants(DType dtype) {
   softmax.attention_family = AttentionFamily::kSoftmax;
   softmax.position = nn::RopePosition{};
   out.push_back({"softmax RoPE", softmax});
+  ModelOptions t5 = softmax;  // one bias table shared by every block (owned by the first)
+  t5.position = nn::T5Position{};
+  out.push_back({"softmax T5", t5});
   ModelOptions hybrid = base(dtype);
   HybridOptions h;
   h.blocks = {1};

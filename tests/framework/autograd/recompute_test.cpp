@@ -66,7 +66,7 @@ TEST(Recompute, ValuesGradientsAndDropoutStreamEqualThePlainFunction) {
 
   const Variable y = recomputed(
       "layer", [&](const Variable& in) { return again.layer(in); }, again.x,
-      again.layer.parameters(), again.layer.rng.get());
+      again.layer.parameters(), again.layer.rng);
   EXPECT_EQ(again.calls, 1);  // the forward ran once, without saving its internals
   expect_same_bits(y.data(), y_plain.data(), "output");
   const Generator::State after_forward = again.layer.rng->state();
@@ -86,7 +86,7 @@ TEST(Recompute, ParametersGetGradientsWhenTheInputNeedsNone) {
   plain.layer(plain.x).backward(plain.upstream);
   const Variable y = recomputed(
       "layer", [&](const Variable& in) { return again.layer(in); }, again.x,
-      again.layer.parameters(), again.layer.rng.get());
+      again.layer.parameters(), again.layer.rng);
   ASSERT_TRUE(y.requires_grad());
   y.backward(again.upstream);
   EXPECT_FALSE(again.x.grad().defined());
@@ -102,11 +102,11 @@ TEST(Recompute, InsideALargerGraphAndNested) {
   const auto inner = [&](const Variable& in) {
     return recomputed(
         "inner", [&](const Variable& v) { return again.layer(v); }, in, again.layer.parameters(),
-        again.layer.rng.get());
+        again.layer.rng);
   };
   const Variable y = recomputed(
       "outer", [&](const Variable& in) { return square(inner(in)); }, again.x * 2.0,
-      again.layer.parameters(), again.layer.rng.get());
+      again.layer.parameters(), again.layer.rng);
   sum(y).backward();
   expect_same_bits(again.x.grad(), plain.x.grad(), "dx");
   expect_same_bits(again.layer.w.grad(), plain.layer.w.grad(), "dW");
@@ -120,7 +120,7 @@ TEST(Recompute, WithoutGradModeItIsThePlainCall) {
   const Variable y_plain = plain.layer(plain.x);
   const Variable y = recomputed(
       "layer", [&](const Variable& in) { return again.layer(in); }, again.x,
-      again.layer.parameters(), again.layer.rng.get());
+      again.layer.parameters(), again.layer.rng);
   EXPECT_FALSE(y.requires_grad());
   EXPECT_EQ(again.calls, 1);
   expect_same_bits(y.data(), y_plain.data(), "output");
