@@ -188,6 +188,16 @@ TEST(TrainCommand, RecomputingBlocksTrainsTheSameWeights) {
   for (size_t i = 0; i < plain_lines.size(); ++i) {
     EXPECT_EQ(recomputed_lines[i]["loss"].get<double>(), plain_lines[i]["loss"].get<double>());
   }
+  // bf16 products: the second run multiplies in bf16 too.
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "plain_bf16", {"model.dropout=0.1", "train.dtype=BF16"}),
+            kExitOk);
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "recomputed_bf16",
+                  {"model.dropout=0.1", "train.dtype=BF16", "train.recompute_blocks=true"}),
+            kExitOk);
+  ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(weights("recomputed_bf16"), weights("plain_bf16"));
+  EXPECT_NE(weights("plain_bf16"), weights("plain"));
   expect_resume_bit_exact("tiny_causal_lm", {"model.dropout=0.1", "train.recompute_blocks=true"});
 }
 
