@@ -270,6 +270,9 @@ RUNS = {
         "build/rota ablate recipes/ablations/p_matrix.txtpb --jobs 2": Run(
             expect=(r"36 of 36 runs finished, 0 failed",),
             files=("runs/ablations/p-matrix/results.md",)),
+        "build/rota ablate recipes/ablations/decay_gating.txtpb --jobs 2": Run(
+            expect=(r"33 of 33 runs finished, 0 failed",),
+            files=("runs/ablations/decay-gating/results.md",)),
     },
     "docs/checkpoints.md": {
         "protoc --decode=rota.io.TrainState -I framework/io framework/io/train_state.proto "
@@ -278,6 +281,11 @@ RUNS = {
             before=(f"build/rota train {TINY} --out runs/NAME "
                     + " ".join(f"--set {f}={v}" for f, v in TRAIN_CUT_DOWN),),
             expect=(r"(?m)^step: 3$", r"crc32c: \d+")),
+    },
+    "docs/long-context.md": {
+        "build/rota bench train recipes/bench/bench_small.txtpb --set train.recompute_blocks=true":
+            Run(expect=(r"peak_tensor_mb=\S+ step_bytes_per_token=\d+",
+                        r"tokens_per_s=\S+ step_ms=\S+ gflops=\S+ mfu=\S+")),
     },
     "docs/distributed.md": {
         # Interrupted, so that the next line resumes it.
