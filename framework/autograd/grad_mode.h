@@ -1,4 +1,4 @@
-// Thread-local switch that turns graph recording off (NoGradGuard), as torch.no_grad().
+// Thread-local switch that turns graph recording off (NoGradGuard, as torch.no_grad()) or on.
 #pragma once
 
 namespace rota {
@@ -7,16 +7,22 @@ namespace rota {
 bool grad_enabled();
 void set_grad_enabled(bool enabled);
 
-/// Disables graph recording for its lifetime; restores the previous mode on destruction.
-class NoGradGuard {
+/// Sets graph recording on or off for its lifetime; restores the previous mode on destruction.
+class GradModeGuard {
  public:
-  NoGradGuard() : previous_(grad_enabled()) { set_grad_enabled(false); }
-  ~NoGradGuard() { set_grad_enabled(previous_); }
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  explicit GradModeGuard(bool enabled) : previous_(grad_enabled()) { set_grad_enabled(enabled); }
+  ~GradModeGuard() { set_grad_enabled(previous_); }
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
 
  private:
   bool previous_;
+};
+
+/// Disables graph recording for its lifetime; restores the previous mode on destruction.
+class NoGradGuard : public GradModeGuard {
+ public:
+  NoGradGuard() : GradModeGuard(false) {}
 };
 
 }  // namespace rota

@@ -10,22 +10,6 @@
 
 namespace rota {
 
-namespace {
-
-// Grad mode on for its lifetime (the engine may run a backward with it off), restored after.
-class EnableGradGuard {
- public:
-  EnableGradGuard() : previous_(grad_enabled()) { set_grad_enabled(true); }
-  ~EnableGradGuard() { set_grad_enabled(previous_); }
-  EnableGradGuard(const EnableGradGuard&) = delete;
-  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
-
- private:
-  bool previous_;
-};
-
-}  // namespace
-
 Variable recomputed(const char* name, const std::function<Variable(const Variable&)>& fn,
                     const Variable& input, const std::vector<Variable>& parameters,
                     std::shared_ptr<Generator> rng) {
@@ -58,7 +42,7 @@ Variable recomputed(const char* name, const std::function<Variable(const Variabl
                      Variable x(saved_input, input_needs_grad);
                      Variable y;
                      {
-                       EnableGradGuard with_grad;
+                       GradModeGuard with_grad(true);  // the engine may run a backward with it off
                        MatmulPrecisionGuard same_precision(precision);
                        y = fn(x);
                      }
