@@ -11,6 +11,23 @@ namespace rota {
 Variable causal_linear_attention(const Variable& q, const Variable& k, const Variable& v,
                                  int64_t chunk_size = 64, const Tensor& decay = Tensor());
 
+/// The causal form's outputs with state carry: o [..., N, D] and the final state S_N [..., F, D].
+struct CausalAttentionWithState {
+  Variable output;
+  Variable final_state;
+};
+
+/// causal_linear_attention continuing from an earlier segment: initial_state S₀ [..., F, D]
+/// (leading dims as q's; undefined = zeros) is the state the keys before position 0 left, so
+/// o_i = Σ_{j≤i} γ^(i−j) (q_i·k_j) v_j + γ^(i+1) q_i S₀, and final_state = S_N feeds the next
+/// segment (backend::causal_linear_attention_forward). Gradients reach q, k, v and S₀ from both
+/// outputs, so segments chained through their states backpropagate as one sequence.
+CausalAttentionWithState causal_linear_attention_with_state(const Variable& q, const Variable& k,
+                                                            const Variable& v,
+                                                            const Variable& initial_state,
+                                                            int64_t chunk_size = 64,
+                                                            const Tensor& decay = Tensor());
+
 /// Bidirectional: O = Q (Kᵀ diag(m) V). q, k: [B, H, N, F], v: [B, H, N, D]; key_mask:
 /// undefined or [B, N] (1 = real key, 0 = padding; padded keys contribute nothing).
 Variable bidirectional_linear_attention(const Variable& q, const Variable& k, const Variable& v,

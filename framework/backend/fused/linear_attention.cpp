@@ -131,18 +131,19 @@ struct ChunkScratch {
   }
 };
 
-// Moves a [F, D] state past chunk [c0, c1): state = γ^(c1−c0) state + Σ_{c0≤j<c1} γ^e(j) a_jᵀ b_j
+// Moves a [F, D] state past chunk [c0, c1): state = γ^p state + Σ_{c0≤j<c1} γ^e(j) a_jᵀ b_j
 // with e(j) = c1−1−j for the key state S (a, b = k, v: the forward and the backward's forward
 // sweep) or e(j) = j−c0 for the backward's reverse state R (a, b = q, dO, walking towards the
-// start); γ = 1 without decay. a: [N, F]; b: [N, D]; pw: powers γ^0..γ^C or null.
+// start); γ = 1 without decay. p = c1 − c0 − state_lag (state_lag 1: R held the final state's
+// gradient, a query at c1 − 1, not at c1). a: [N, F]; b: [N, D]; pw: powers γ^0..γ^C or null.
 template <typename T>
 void advance_state(T* state, Rows<const T> a, Rows<const T> b, int64_t c0, int64_t c1, bool reverse,
-                   const AttentionDims& s, const T* pw, T* scaled_rows) {
+                   const AttentionDims& s, const T* pw, T* scaled_rows, int64_t state_lag = 0) {
   const int64_t len = c1 - c0;
   const T* rows = a.row(c0);  // [len, F] (rows a.ld apart), read transposed as [F, len]
   int64_t rows_ld = a.ld;
   if (pw) {
-    for (int64_t x = 0; x < s.f * s.d; ++x) state[x] *= pw[len];
+    for (int64_t x = 0; x < s.f * s.d; ++x) state[x] *= pw[len - state_lag];
     for (int64_t j = 0; j < len; ++j) {
       const T w = pw[reverse ? j : len - 1 - j];
       for (int64_t x = 0; x < s.f; ++x) scaled_rows[j * s.f + x] = w * rows[j * rows_ld + x];
@@ -154,27 +155,33 @@ void advance_state(T* state, Rows<const T> a, Rows<const T> b, int64_t c0, int64
   block_product(s.f, s.d, len, rows, 1, rows_ld, b.row(c0), b.ld, state, s.d, true);
 }
 
-// One causal sweep over the chunks of a slice, rebuilding the key state S = Σ_{j<c0}
+// One causal sweep over the chunks of a slice, rebuilding the key state S = γ^c0 S₀ + Σ_{j<c0}
 // γ^(c0−1−j) k_jᵀ v_j chunk by chunk (so every power stays ≤ 1: no overflow):
 //   out_i = Σ_{c0≤j≤i} γ^(i−j) (a_i·b_j) c_j + γ^(i−c0+1) a_i M,
 // M = S [F, D] (the forward: a, b, c = q, k, v) or, with transposed_state, Sᵀ [D, F] (the
 // backward's dq: a, b, c = dO, v, k). a, b: [N, W]; c, out: [N, W'] with W = F, W' = D (or
-// W = D, W' = F when transposed). pw: [C+1] powers γ^0..γ^C or null.
+// W = D, W' = F when transposed). pw: [C+1] powers γ^0..γ^C or null. initial: S₀ [F, D] or
+// null (zeros). Leaves S_N in w.state.
 template <typename T>
 void causal_sweep(Rows<const T> a, Rows<const T> b, Rows<const T> c, Rows<T> out,
                   bool transposed_state, Rows<const T> k, Rows<const T> v, ChunkScratch<T>& w,
-                  const AttentionDims& s, int64_t chunk, const T* pw) {
+                  const AttentionDims& s, int64_t chunk, const T* pw, const T* initial) {
   const int64_t wa = transposed_state ? s.d : s.f;                    // W
   const int64_t wc = transposed_state ? s.f : s.d;                    // W'
   const T* m = transposed_state ? w.state_t.data() : w.state.data();  // [W, W']
   T* state = w.state.data();
   T* scores = w.scores.data();
-  std::fill(state, state + s.f * s.d, T(0));
+  if (initial) {
+    std::copy(initial, initial + s.f * s.d, state);
+  } else {
+    std::fill(state, state + s.f * s.d, T(0));
+  }
   for (int64_t c0 = 0; c0 < s.n; c0 += chunk) {
     const int64_t c1 = std::min(s.n, c0 + chunk);
     const int64_t len = c1 - c0;
+    const bool earlier_keys = c0 > 0 || initial != nullptr;                   // S is non-zero
     small_gemm::transpose_into(b.row(c0), len, wa, b.ld, w.packed_a.data());  // B_cᵀ [W, len]
-    if (transposed_state && c0 > 0) {
+    if (transposed_state && earlier_keys) {
       small_gemm::transpose_into(state, s.f, s.d, s.d, w.state_t.data());  // Sᵀ [D, F]
     }
     for (int64_t i0 = c0; i0 < c1; i0 += kRowBlock) {
@@ -187,7 +194,7 @@ void causal_sweep(Rows<const T> a, Rows<const T> b, Rows<const T> c, Rows<T> out
       mask_scores(scores, rows, cols, i0, c0, true, pw);
       // Out[i0:i1] = Scores · C[c0:i1]
       block_product(rows, wc, cols, scores, cols, 1, c.row(c0), c.ld, out.row(i0), out.ld, false);
-      if (c0 == 0) continue;  // no earlier keys
+      if (!earlier_keys) continue;
       // Inter-chunk: out_i += γ^(i−c0+1) a_i M.
       if (pw) {
         block_product(rows, wc, wa, a.row(i0), a.ld, 1, m, wc, w.inter.data(), wc, false);
@@ -204,10 +211,13 @@ void causal_sweep(Rows<const T> a, Rows<const T> b, Rows<const T> c, Rows<T> out
 // One slice of the causal forward. q, k: [N, F], v, o: [N, D] (rows at their own strides).
 // With a decay γ the weights become γ^(i−j): o_i = Σ_{j≤i} γ^(i−j) (q_i·k_j) v_j.
 // pw: [C+1] powers γ^0..γ^C.
+// initial: S₀ [F, D] or null; final_state: where S_N [F, D] goes, or null.
 template <typename T>
 void causal_forward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<T> o,
-                          ChunkScratch<T>& w, const AttentionDims& s, int64_t chunk, const T* pw) {
-  causal_sweep(q, k, v, o, false, k, v, w, s, chunk, pw);
+                          ChunkScratch<T>& w, const AttentionDims& s, int64_t chunk, const T* pw,
+                          const T* initial, T* final_state) {
+  causal_sweep(q, k, v, o, false, k, v, w, s, chunk, pw, initial);
+  if (final_state) std::copy(w.state.begin(), w.state.begin() + s.f * s.d, final_state);
 }
 
 // One slice of the causal backward. Inputs as the forward plus g = dO: [N, D]; dq, dk: [N, F]
@@ -215,21 +225,31 @@ void causal_forward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Row
 // Decayed: dq_i = γ^(i−c0+1) g_i Sᵀ + Σ_{c0≤j≤i} γ^(i−j) (g_i·v_j) k_j; the reverse state
 // R = Σ_{i≥c1} γ^(i−c1) q_iᵀ g_i gives dk_j = γ^(c1−j) R v_j + Σ_{j≤i<c1} γ^(i−j)(g_i·v_j) q_i
 // and dv_j = γ^(c1−j) k_j R + Σ_{j≤i<c1} γ^(i−j)(q_i·k_j) g_i.
+// State carry: initial S₀ [F, D] or null; grad_final dL/dS_N [F, D] or null, which weighs key j
+// by γ^(N−1−j) (a query at N − 1: R = dL/dS_N in the last chunk with weights γ^(c1−1−j));
+// d_initial: where dL/dS₀ = γ R(0) goes, or null.
 template <typename T>
 void causal_backward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<const T> g,
                            T* dq, T* dk, Rows<T> dv, ChunkScratch<T>& w, const AttentionDims& s,
-                           int64_t chunk, const T* pw) {
+                           int64_t chunk, const T* pw, const T* initial, const T* grad_final,
+                           T* d_initial) {
   // Forward sweep for dq: dq_i = γ^(i−c0+1) g_i Sᵀ + Σ_{c0≤j≤i} γ^(i−j) (g_i·v_j) k_j.
-  causal_sweep(g, v, k, Rows<T>{dq, s.f}, true, k, v, w, s, chunk, pw);
+  causal_sweep(g, v, k, Rows<T>{dq, s.f}, true, k, v, w, s, chunk, pw, initial);
   T* scores = w.scores.data();
   // Reverse sweep with R = Σ_{t in later chunks} γ^(t−c1) q_tᵀ g_t: [F, D].
   T* r = w.state.data();
-  std::fill(r, r + s.f * s.d, T(0));
+  if (grad_final) {
+    std::copy(grad_final, grad_final + s.f * s.d, r);
+  } else {
+    std::fill(r, r + s.f * s.d, T(0));
+  }
   const int64_t last = ((s.n - 1) / chunk) * chunk;
   for (int64_t c0 = last; c0 >= 0; c0 -= chunk) {
     const int64_t c1 = std::min(s.n, c0 + chunk);
     const int64_t len = c1 - c0;
-    const bool later = c1 < s.n;                                                // R is non-zero
+    // In the last chunk R is dL/dS_N, a query at c1 − 1: its weights lag one power.
+    const int64_t lag = c1 == s.n && grad_final ? 1 : 0;
+    const bool later = c1 < s.n || grad_final != nullptr;                       // R is non-zero
     small_gemm::transpose_into(g.row(c0), len, s.d, g.ld, w.packed_a.data());   // G_cᵀ [D, len]
     small_gemm::transpose_into(q.row(c0), len, s.f, q.ld, w.packed_b.data());   // Q_cᵀ [F, len]
     if (later) small_gemm::transpose_into(r, s.f, s.d, s.d, w.state_t.data());  // Rᵀ [D, F]
@@ -250,9 +270,9 @@ void causal_backward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Ro
       // dV[j0:j1] = Scoresᵀ · dO[j0:c1]
       block_product(rows, s.d, cols, scores, cols, 1, g.row(j0), g.ld, dv.row(j0), dv.ld, false);
       if (!later) continue;
-      // dk_j += γ^(c1−j) v_j Rᵀ and dv_j += γ^(c1−j) k_j R.
+      // dk_j += γ^(c1−j) v_j Rᵀ and dv_j += γ^(c1−j) k_j R (γ^(c1−1−j) with the lag).
       if (pw) {
-        const auto weight = [&](int64_t x) { return pw[c1 - (j0 + x)]; };
+        const auto weight = [&](int64_t x) { return pw[c1 - lag - (j0 + x)]; };
         block_product(rows, s.f, s.d, v.row(j0), v.ld, 1, w.state_t.data(), s.f, w.inter.data(),
                       s.f, false);
         add_scaled_rows(dk + j0 * s.f, s.f, w.inter.data(), rows, s.f, weight);
@@ -264,8 +284,13 @@ void causal_backward_slice(Rows<const T> q, Rows<const T> k, Rows<const T> v, Ro
         block_product(rows, s.d, s.f, k.row(j0), k.ld, 1, r, s.d, dv.row(j0), dv.ld, true);
       }
     }
-    // R = γ^(c1−c0) R + Σ_{c0≤i<c1} γ^(i−c0) q_iᵀ g_i.
-    advance_state(r, q, g, c0, c1, true, s, pw, w.scaled_rows.data());
+    // R = γ^(c1−c0−lag) R + Σ_{c0≤i<c1} γ^(i−c0) q_iᵀ g_i.
+    advance_state(r, q, g, c0, c1, true, s, pw, w.scaled_rows.data(), lag);
+  }
+  // dL/dS₀ = Σ_i γ^(i+1) q_iᵀ g_i + γ^N dL/dS_N = γ R(0).
+  if (d_initial) {
+    const T gamma = pw ? pw[1] : T(1);
+    for (int64_t x = 0; x < s.f * s.d; ++x) d_initial[x] = gamma * r[x];
   }
 }
 
@@ -342,18 +367,51 @@ Tensor attention_output(const Tensor& v) {
 // the view then merges into [B, N, E] without a copy).
 LinearAttentionGrads linear_attention_grads(const Tensor& q, const Tensor& k, const Tensor& v) {
   return {Tensor::empty(q.shape(), q.dtype()), Tensor::empty(k.shape(), k.dtype()),
-          empty_in_layout_of(v)};
+          empty_in_layout_of(v), Tensor()};
+}
+
+// The shape of a state of the slices of q [..., N, F] with values [..., N, D]: [..., F, D].
+Shape state_shape(const Tensor& q, const Tensor& v) {
+  Shape shape = q.shape();
+  shape[shape.size() - 2] = q.size(-1);
+  shape.back() = v.size(-1);
+  return shape;
+}
+
+// An optional state operand (S₀ or dL/dS_N): undefined, or [..., F, D] of q's dtype, made dense.
+Tensor dense_state(const char* op, const char* what, const Tensor& state, const Tensor& q,
+                   const Tensor& v) {
+  if (!state.defined()) return state;
+  ROTA_CHECK(state.shape() == state_shape(q, v) && state.dtype() == q.dtype(),
+             "{}: {} is {} {}, expected {} {} (q {}, v {})", op, what, dtype_name(state.dtype()),
+             shape_str(state.shape()), dtype_name(q.dtype()), shape_str(state_shape(q, v)),
+             shape_str(q.shape()), shape_str(v.shape()));
+  return state.contiguous();
+}
+
+// Slice g's [F, D] block of a dense state, or null.
+template <typename T>
+T* state_slice(const Tensor& state, const AttentionDims& s, int64_t g) {
+  return state.defined() ? state.data<std::remove_const_t<T>>() + g * s.f * s.d : nullptr;
 }
 
 }  // namespace
 
 Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
-                                       int64_t chunk_size, const Tensor& decay) {
+                                       int64_t chunk_size, const Tensor& decay,
+                                       const Tensor& initial_in, Tensor* final_state) {
   const char* op = "causal_linear_attention";
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
+  const Tensor initial = dense_state(op, "initial state", initial_in, q_in, v_in);
   const auto [q, k, v, o, q_at, k_at, v_at, o_at] =
       slice_operands(q_in, k_in, v_in, attention_output(v_in));
+  if (final_state) {
+    // N = 0 (no slices run): S_N = S₀.
+    *final_state = s.n == 0
+                       ? (initial.defined() ? initial.clone() : zeros(state_shape(q, v), q.dtype()))
+                       : Tensor::empty(state_shape(q, v), q.dtype());
+  }
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const std::vector<T> powers = decay_powers<T>(op, decay, q, chunk_size);
@@ -364,7 +422,8 @@ Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, c
         const T* pw = powers.empty() ? nullptr : powers.data() + (g % heads) * (chunk_size + 1);
         causal_forward_slice(slice_rows<const T>(q, q_at, g), slice_rows<const T>(k, k_at, g),
                              slice_rows<const T>(v, v_at, g), slice_rows<T>(o, o_at, g), scratch, s,
-                             chunk_size, pw);
+                             chunk_size, pw, state_slice<const T>(initial, s, g),
+                             final_state ? state_slice<T>(*final_state, s, g) : nullptr);
       }
     });
   });
@@ -373,14 +432,24 @@ Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, c
 
 LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const Tensor& k_in,
                                                       const Tensor& v_in, const Tensor& g_in,
-                                                      int64_t chunk_size, const Tensor& decay) {
+                                                      int64_t chunk_size, const Tensor& decay,
+                                                      const Tensor& initial_in,
+                                                      const Tensor& grad_final_in) {
   const char* op = "causal_linear_attention_backward";
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
   ROTA_CHECK(g_in.shape() == v_in.shape(), "{}: grad {} for output {}", op, shape_str(g_in.shape()),
              shape_str(v_in.shape()));
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
+  const Tensor initial = dense_state(op, "initial state", initial_in, q_in, v_in);
+  const Tensor grad_final = dense_state(op, "final state's gradient", grad_final_in, q_in, v_in);
   const auto [q, k, v, g, q_at, k_at, v_at, g_at] = slice_operands(q_in, k_in, v_in, g_in);
   LinearAttentionGrads grads = linear_attention_grads(q, k, v);
+  if (initial.defined()) {
+    // N = 0 (no slices run): dL/dS₀ = dL/dS_N.
+    grads.d_initial_state =
+        s.n == 0 ? (grad_final.defined() ? grad_final.clone() : zeros(initial.shape(), q.dtype()))
+                 : Tensor::empty(initial.shape(), q.dtype());
+  }
   const std::vector<int64_t> dv_at = matrix_offsets(grads.dv.shape(), grads.dv.strides());
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
@@ -394,7 +463,10 @@ LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const 
         causal_backward_slice(slice_rows<const T>(q, q_at, gi), slice_rows<const T>(k, k_at, gi),
                               slice_rows<const T>(v, v_at, gi), slice_rows<const T>(g, g_at, gi),
                               grads.dq.template data<T>() + qo, grads.dk.template data<T>() + qo,
-                              slice_rows<T>(grads.dv, dv_at, gi), scratch, s, chunk_size, pw);
+                              slice_rows<T>(grads.dv, dv_at, gi), scratch, s, chunk_size, pw,
+                              state_slice<const T>(initial, s, gi),
+                              state_slice<const T>(grad_final, s, gi),
+                              state_slice<T>(grads.d_initial_state, s, gi));
       }
     });
   });

@@ -14,22 +14,38 @@ namespace rota::backend {
 /// Optional decay: [H] per-head factors γ_h in (0, 1] for q [B, H, N, F], weighting pairs by
 /// γ^(i−j) (PermuteFormer's relative decay), computed with every power ≤ 1 so long sequences
 /// cannot overflow.
+///
+/// State carry (a long sequence run segment by segment): initial_state S₀ [..., F, D] (leading
+/// dims as q's; undefined = zeros) is the state of the keys before position 0, so
+///   o_i = Σ_{j≤i} γ^(i−j) (q_i·k_j) v_j + γ^(i+1) q_i S₀,
+/// exactly what the same positions give when they follow the earlier keys in one sequence. With
+/// final_state set, *final_state = S_N = γ^N S₀ + Σ_j γ^(N−1−j) k_jᵀ v_j [..., F, D] (dense), the
+/// next segment's S₀.
 Tensor causal_linear_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
-                                       int64_t chunk_size = 64, const Tensor& decay = Tensor());
+                                       int64_t chunk_size = 64, const Tensor& decay = Tensor(),
+                                       const Tensor& initial_state = Tensor(),
+                                       Tensor* final_state = nullptr);
 
 struct LinearAttentionGrads {
   Tensor dq;  // [..., N, F]
   Tensor dk;  // [..., N, F]
   Tensor dv;  // [..., N, D], dense in v's memory order (a head view of [B, N, H, D] gives that)
+  Tensor d_initial_state;  // [..., F, D] (causal with an initial state only)
 };
 
 /// Backward of the causal form: a forward sweep over chunks rebuilds S for
 /// dQ_c = tril(dO_c V_cᵀ) K_c + dO_c S_prevᵀ; a reverse sweep carries R = Σ_{later} Q_tᵀ dO_t
 /// for dK_c = tril(dO_c V_cᵀ)ᵀ Q_c + V_c Rᵀ and dV_c = tril(Q_c K_cᵀ)ᵀ dO_c + K_c R.
+/// State carry: initial_state as in the forward; grad_final_state dL/dS_N [..., F, D]
+/// (undefined = zeros) enters R as a query at position N − 1 would; with an initial state,
+/// d_initial_state = dL/dS₀ = Σ_i γ^(i+1) q_iᵀ dO_i + γ^N dL/dS_N, the previous segment's
+/// grad_final_state.
 LinearAttentionGrads causal_linear_attention_backward(const Tensor& q, const Tensor& k,
                                                       const Tensor& v, const Tensor& grad_out,
                                                       int64_t chunk_size = 64,
-                                                      const Tensor& decay = Tensor());
+                                                      const Tensor& decay = Tensor(),
+                                                      const Tensor& initial_state = Tensor(),
+                                                      const Tensor& grad_final_state = Tensor());
 
 /// Reference quadratic form, O = (tril(Q Kᵀ)) V with the N×N matrix materialised. For tests
 /// and benchmarks only.

@@ -7,6 +7,7 @@
 #include "framework/autograd/ops/linear_attention.h"
 #include "framework/autograd/ops/lrpe.h"
 #include "framework/autograd/ops/matmul.h"
+#include "framework/autograd/ops/shape.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
@@ -71,6 +72,73 @@ TEST(LinearAttentionGrad, CausalWithDecay) {
         },
         {q, k, v}))
         << "chunk " << chunk;
+  }
+}
+
+// With state carry: gradients for q, k, v and S₀ through both outputs (o and S_N, flattened
+// into one vector), with and without decay, and S₀ absent (zeros, no gradient).
+TEST(LinearAttentionGrad, CausalWithInitialAndFinalState) {
+  Generator gen(8);
+  const Tensor q = randn({1, 2, 6, 3}, gen, 0, 1, DType::kF64);
+  const Tensor k = randn({1, 2, 6, 3}, gen, 0, 1, DType::kF64);
+  const Tensor v = randn({1, 2, 6, 2}, gen, 0, 1, DType::kF64);
+  const Tensor s0 = randn({1, 2, 3, 2}, gen, 0, 1, DType::kF64);
+  for (const Tensor& decay : {Tensor(), tensor_from({0.8, 0.95}, {2}, DType::kF64)}) {
+    for (int64_t chunk : {1, 4, 64}) {
+      const auto both = [&](const CausalAttentionWithState& r) {
+        return concat({flatten(r.output), flatten(r.final_state)}, 0);
+      };
+      EXPECT_TRUE(gradcheck(
+          [&](const std::vector<Variable>& in) {
+            return both(
+                causal_linear_attention_with_state(in[0], in[1], in[2], in[3], chunk, decay));
+          },
+          {q, k, v, s0}))
+          << "chunk " << chunk << " decay " << decay.defined();
+      EXPECT_TRUE(gradcheck(
+          [&](const std::vector<Variable>& in) {
+            return both(
+                causal_linear_attention_with_state(in[0], in[1], in[2], Variable(), chunk, decay));
+          },
+          {q, k, v}))
+          << "no S0, chunk " << chunk << " decay " << decay.defined();
+    }
+  }
+}
+
+// Two segments chained through the state train exactly like the whole sequence: the loss of the
+// stitched outputs has the same gradients (q, k, v as leaves of the whole sequence, narrowed).
+TEST(LinearAttentionGrad, ChainedSegmentsBackpropagateAsOneSequence) {
+  Generator gen(9);
+  const Tensor q = randn({2, 2, 13, 3}, gen, 0, 1, DType::kF64);
+  const Tensor k = randn({2, 2, 13, 3}, gen, 0, 1, DType::kF64);
+  const Tensor v = randn({2, 2, 13, 4}, gen, 0, 1, DType::kF64);
+  const Tensor g = randn({2, 2, 13, 4}, gen, 0, 1, DType::kF64);
+  const Tensor decay = tensor_from({0.9, 0.7}, {2}, DType::kF64);
+  auto grads_of = [&](const std::vector<int64_t>& cuts) {
+    Variable qv(q, true), kv(k, true), vv(v, true);
+    std::vector<Variable> pieces;
+    Variable state;
+    for (size_t s = 0; s + 1 < cuts.size(); ++s) {
+      const int64_t len = cuts[s + 1] - cuts[s];
+      const CausalAttentionWithState r = causal_linear_attention_with_state(
+          narrow(qv, 2, cuts[s], len), narrow(kv, 2, cuts[s], len), narrow(vv, 2, cuts[s], len),
+          state, 4, decay);
+      pieces.push_back(r.output);
+      state = r.final_state;
+    }
+    const Variable o = concat(pieces, 2);
+    o.backward(g);
+    return std::vector<Tensor>{o.data(), qv.grad(), kv.grad(), vv.grad()};
+  };
+  const auto whole = grads_of({0, 13});
+  for (const std::vector<int64_t>& cuts :
+       {std::vector<int64_t>{0, 5, 13}, std::vector<int64_t>{0, 4, 8, 12, 13}}) {
+    const auto parts = grads_of(cuts);
+    for (size_t i = 0; i < whole.size(); ++i) {
+      EXPECT_TRUE(testing::allclose(parts[i], whole[i], 1e-12, 1e-12))
+          << "cuts " << cuts.size() << " tensor " << i;
+    }
   }
 }
 
