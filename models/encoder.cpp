@@ -96,6 +96,34 @@ Variable Encoder::forward(const Tensor& ids, const Tensor& key_mask) const {
   return final_norm_ ? final_norm_->forward(x) : x;
 }
 
+bool Encoder::supports_segments() const {
+  if (options_.kind != ModelKind::kCausalLm) return false;
+  for (const auto& block : *blocks_) {
+    if (block->is_softmax() || !block->attention().carries_state()) return false;
+  }
+  return true;
+}
+
+Encoder::Segment Encoder::forward_segment(const Tensor& ids, int64_t offset,
+                                          const std::vector<Variable>& states) const {
+  ROTA_CHECK(supports_segments(),
+             "model: running a sequence in segments needs a causal LM whose blocks are all linear "
+             "attention without data-dependent gating or the delta rule");
+  ROTA_CHECK(ids.dim() == 2, "model: ids {} must be [B, N]", shape_str(ids.shape()));
+  ROTA_CHECK(states.empty() || static_cast<int64_t>(states.size()) == num_blocks(),
+             "model: {} segment states for {} blocks", states.size(), num_blocks());
+  Segment out;
+  Variable x = dropout_->forward(embed(ids, offset));
+  for (int64_t i = 0; i < num_blocks(); ++i) {
+    nn::LinearAttention::Segment s =
+        block(i).forward_segment(x, offset, states.empty() ? Variable() : states[i]);
+    x = s.output;
+    out.states.push_back(s.state);
+  }
+  out.hidden = final_norm_ ? final_norm_->forward(x) : x;
+  return out;
+}
+
 bool Encoder::supports_step() const {
   if (!options_.hybrid) return !is_softmax(options_);
   return options_.kind == ModelKind::kCausalLm;

@@ -32,6 +32,20 @@ class Encoder : public nn::Module {
   /// options.recompute_blocks, training passes save only each block's input and recompute the
   /// block in the backward (same gradients, one more forward pass of the blocks).
   Variable forward(const Tensor& ids, const Tensor& key_mask = Tensor()) const;
+  /// True when forward_segment() works: a causal stack of linear-attention blocks that carry
+  /// their state (nn::LinearAttention::carries_state; no softmax or hybrid blocks).
+  bool supports_segments() const;
+  /// What forward_segment() returns: hidden states [B, N, E] and each block's attention state.
+  struct Segment {
+    Variable hidden;
+    std::vector<Variable> states;
+  };
+  /// One segment of a longer sequence: ids [B, N] at positions offset … offset + N − 1, each
+  /// block continuing from states[i] (empty or undefined entries: the start of the sequence).
+  /// Segments chained through their states give the hidden states of the whole sequence, and
+  /// through autograd its gradients. Throws rota::Error when !supports_segments().
+  Segment forward_segment(const Tensor& ids, int64_t offset,
+                          const std::vector<Variable>& states) const;
   /// True when step() works: every block linear (recurrent state), or a causal hybrid stack
   /// (linear blocks keep their recurrent state, softmax blocks a key/value cache). An
   /// all-softmax model: false (generate with full forward passes).

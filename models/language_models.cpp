@@ -10,11 +10,13 @@
 #include "framework/autograd/ops/matmul.h"
 #include "framework/autograd/ops/reduce.h"
 #include "framework/autograd/ops/shape.h"
+#include "framework/autograd/recompute.h"
 
 namespace rota::models {
 
 CausalLm::CausalLm(const ModelOptions& o, Generator& init_gen,
-                   std::shared_ptr<Generator> dropout_gen) {
+                   std::shared_ptr<Generator> dropout_gen)
+    : dropout_gen_(dropout_gen) {
   encoder_ = register_module("encoder", std::make_shared<Encoder>(o, true, init_gen, dropout_gen));
   if (!o.tie_embeddings) {
     lm_head_ = register_module("lm_head", std::make_shared<nn::Linear>(
@@ -34,10 +36,54 @@ Variable CausalLm::forward(const Tensor& ids) const {
 }
 
 Variable CausalLm::loss(const Tensor& ids, const Tensor& targets) const {
+  const int64_t segment = encoder_->options().segment_length;
+  if (segment > 0 && ids.dim() == 2 && ids.size(1) > segment) {
+    return segmented_loss(ids, targets, segment);
+  }
   // Fused projection + cross-entropy: the [B, N, V] logits of forward() are never formed.
   const Variable hidden = encoder_->forward(ids);
   if (lm_head_) return linear_cross_entropy(hidden, lm_head_->weight(), lm_head_->bias(), targets);
   return linear_cross_entropy(hidden, encoder_->embedding().weight(), Variable(), targets);
+}
+
+Variable CausalLm::segmented_loss(const Tensor& ids, const Tensor& targets,
+                                  int64_t segment_length) const {
+  ROTA_CHECK(segment_length >= 1, "model: segment length must be >= 1, got {}", segment_length);
+  ROTA_CHECK(ids.dim() == 2 && targets.shape() == ids.shape(),
+             "model: ids {} and targets {} must both be [B, N]", shape_str(ids.shape()),
+             shape_str(targets.shape()));
+  ROTA_CHECK(encoder_->supports_segments(),
+             "model: train.segment_length needs a causal LM whose blocks are all linear attention "
+             "without data-dependent gating or the delta rule");
+  int64_t count = 0;  // targets that count (not ignore_index −100)
+  for (double t : targets.to_double_vector()) count += t != -100.0 ? 1 : 0;
+  // What a segment's node holds on to: the modules (not this model object).
+  const std::shared_ptr<Encoder> encoder = encoder_;
+  const std::shared_ptr<nn::Linear> head = lm_head_;
+  std::vector<Variable> states(static_cast<size_t>(encoder_->num_blocks()));  // undefined: zeros
+  Variable total;
+  const int64_t n = ids.size(1);
+  for (int64_t start = 0; start < n; start += segment_length) {
+    const int64_t len = std::min(segment_length, n - start);
+    const Tensor segment_ids = ids.narrow(1, start, len).contiguous();
+    const Tensor segment_targets = targets.narrow(1, start, len).contiguous();
+    // states in → {Σ of the segment's token losses, states out}
+    const auto run = [encoder, head, segment_ids, segment_targets,
+                      start](const std::vector<Variable>& in) {
+      Encoder::Segment s = encoder->forward_segment(segment_ids, start, in);
+      const Variable weight = head ? head->weight() : encoder->embedding().weight();
+      const Variable bias = head ? head->bias() : Variable();
+      std::vector<Variable> out{linear_cross_entropy(s.hidden, weight, bias, segment_targets, -100,
+                                                     0.0, Reduction::kSum)};
+      out.insert(out.end(), s.states.begin(), s.states.end());
+      return out;
+    };
+    const std::vector<Variable> out =
+        recomputed("segment", run, states, parameters(), dropout_gen_);
+    total = total.defined() ? total + out[0] : out[0];
+    states.assign(out.begin() + 1, out.end());
+  }
+  return total / static_cast<double>(count);
 }
 
 Tensor CausalLm::token_losses(const Tensor& ids, const Tensor& targets,

@@ -16,8 +16,17 @@ class CausalLm : public nn::Module {
            std::shared_ptr<Generator> dropout_gen);
   /// ids [B, N] → logits [B, N, V].
   Variable forward(const Tensor& ids) const;
-  /// Mean cross-entropy of next-token targets [B, N] (ignore_index −100).
+  /// Mean cross-entropy of next-token targets [B, N] (ignore_index −100). With
+  /// options.segment_length S > 0 and N > S, computed segment by segment (segmented_loss).
   Variable loss(const Tensor& ids, const Tensor& targets) const;
+  /// The same mean over segments of `segment_length` tokens: each segment continues from the
+  /// attention states the one before left (Encoder::forward_segment) and is one recomputed
+  /// node (autograd/recompute.h) that keeps only those states, so the memory of a training
+  /// step is one segment's activations plus the states at the boundaries, whatever N. Same
+  /// value and gradients as the whole sequence up to rounding (the sum runs per segment), and
+  /// the same without dropout; with dropout the masks are drawn segment by segment. Needs
+  /// Encoder::supports_segments().
+  Variable segmented_loss(const Tensor& ids, const Tensor& targets, int64_t segment_length) const;
   /// Each position's cross-entropy, without gradients: ids, targets [B, N] → [B, N] in the
   /// model's float dtype (0 where the target is −100). The logits are formed for
   /// `rows_per_chunk` positions at a time, so memory stays [rows_per_chunk, V] however long N.
@@ -37,6 +46,7 @@ class CausalLm : public nn::Module {
   Variable project(const Variable& hidden) const;
   std::shared_ptr<Encoder> encoder_;
   std::shared_ptr<nn::Linear> lm_head_;
+  std::shared_ptr<Generator> dropout_gen_;  // restored when a segment is recomputed
 };
 
 /// Bidirectional LM trained by masked-token prediction. Children: `encoder`, `mlm_norm`,

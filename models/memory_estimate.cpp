@@ -2,6 +2,7 @@
 #include "models/memory_estimate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <variant>
 
 namespace rota::models {
@@ -148,12 +149,43 @@ double parameter_count(const ModelOptions& o) {
   return count;
 }
 
+namespace {
+
+/// Floats of one block's carried attention state per sequence: H × F × D' (D' = D + 1 with the
+/// denominator).
+double state_floats(const ModelOptions& o) {
+  const double d = static_cast<double>(o.dim / std::max<int64_t>(o.heads, 1));
+  const auto* lrpe = std::get_if<nn::LrpeOptions>(&o.position);
+  const double f = lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary ? 2.0 * d : d;
+  const double columns = o.attention.norm == nn::LinearAttentionNorm::kDenominator ? d + 1.0 : d;
+  return static_cast<double>(o.heads) * f * columns;
+}
+
+}  // namespace
+
 MemoryEstimate training_memory(const ModelOptions& o, int64_t batch, int64_t sequence_length) {
   MemoryEstimate m;
   m.parameters = parameter_count(o);
   m.parameter_bytes = 4.0 * m.parameters;
   // Gradients (f32) and two AdamW moments; bf16 runs also keep bf16 copies of the weights.
   m.state_bytes = m.parameters * (4.0 + 8.0 + (o.dtype == DType::kBF16 ? 2.0 : 0.0));
+  if (o.segment_length > 0 && o.segment_length < sequence_length) {
+    // One segment's activations at a time, plus every block's f32 state at each boundary (and
+    // the one gradient of it carried back).
+    MemoryEstimate segment = training_memory(
+        [&] {
+          ModelOptions whole = o;
+          whole.segment_length = 0;
+          return whole;
+        }(),
+        batch, o.segment_length);
+    const double segments =
+        std::ceil(static_cast<double>(sequence_length) / static_cast<double>(o.segment_length));
+    const double states = (segments + 1.0) * static_cast<double>(batch) *
+                          static_cast<double>(o.layers) * state_floats(o) * 4.0;
+    m.activation_bytes = segment.activation_bytes + states;
+    return m;
+  }
   const double tokens = static_cast<double>(batch) * static_cast<double>(sequence_length);
   const double bytes = o.dtype == DType::kBF16 ? 2.0 : 4.0;
   double layers = 0;  // Σ over blocks (a hybrid's blocks differ)

@@ -65,6 +65,11 @@ struct ModelOptions {
   /// Training: keep only each block's input for the backward pass and recompute the block's
   /// internals from it there (one more forward pass of the blocks; autograd/recompute.h).
   bool recompute_blocks = false;
+  /// Causal LMs: when > 0 and shorter than a training sequence, the loss runs the sequence in
+  /// segments of this many tokens, keeping only each block's attention state at the segment
+  /// boundaries; the backward recomputes one segment at a time and carries the state's gradient
+  /// back (CausalLm::loss). 0: the whole sequence at once.
+  int64_t segment_length = 0;
   InitScheme init_scheme = InitScheme::kNormal;  // see init_scheme.h
   double init_std = 0.02;                        // σ of kNormal and kGpt2
   AttentionFamily attention_family = AttentionFamily::kLinear;

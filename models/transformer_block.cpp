@@ -129,6 +129,21 @@ Variable TransformerBlock::forward(const Variable& x, const Tensor& key_mask) co
   return ln2_->forward(h + dropout_->forward(ffn_->forward(h)));
 }
 
+nn::LinearAttention::Segment TransformerBlock::forward_segment(const Variable& x, int64_t offset,
+                                                               const Variable& state) const {
+  ROTA_CHECK(linear_attn_ != nullptr,
+             "TransformerBlock: segments with a carried state need linear attention; a softmax "
+             "block has no fixed-size state");
+  if (placement_ == NormPlacement::kPre) {
+    nn::LinearAttention::Segment a = linear_attn_->forward_segment(ln1_->forward(x), offset, state);
+    const Variable h = x + dropout_->forward(a.output);
+    return {h + dropout_->forward(ffn_->forward(ln2_->forward(h))), a.state};
+  }
+  nn::LinearAttention::Segment a = linear_attn_->forward_segment(x, offset, state);
+  const Variable h = ln1_->forward(x + dropout_->forward(a.output));
+  return {ln2_->forward(h + dropout_->forward(ffn_->forward(h))), a.state};
+}
+
 Tensor TransformerBlock::step(const Tensor& x, nn::LinearAttentionState& state) const {
   ROTA_CHECK(linear_attn_ != nullptr,
              "TransformerBlock::step: recurrent generation needs linear attention; a "

@@ -39,6 +39,12 @@ class TransformerBlock : public nn::Module {
   /// x: [B, N, E]; key_mask: bidirectional only, [B, N] (0 = padding). Softmax streaming models
   /// also apply the chunk visibility mask [N, N].
   Variable forward(const Variable& x, const Tensor& key_mask = Tensor()) const;
+  /// One segment of a longer causal sequence: x [B, N, E] at positions offset … offset + N − 1,
+  /// the attention continuing from `state` (nn::LinearAttention::forward_segment); returns the
+  /// output and the attention's state after the segment. Linear attention that carries_state()
+  /// only; throws rota::Error otherwise.
+  nn::LinearAttention::Segment forward_segment(const Variable& x, int64_t offset,
+                                               const Variable& state) const;
   /// One token: x [B, E] with this block's recurrent state (no gradient). Linear attention only:
   /// throws rota::Error for softmax attention.
   Tensor step(const Tensor& x, nn::LinearAttentionState& state) const;

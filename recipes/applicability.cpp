@@ -140,6 +140,11 @@ const std::map<std::string, Rule>& rules() {
          return unless(recipe.model().kind() == Model::CAUSAL_LM,
                        "only a CAUSAL_LM generates text");
        })},
+      {"rota.recipes.Train.segment_length", rule<Train>([](const Recipe& recipe, const Train&) {
+         return unless(recipe.model().kind() == Model::CAUSAL_LM,
+                       "segments carry the causal attention state forward: CAUSAL_LM only (a "
+                       "bidirectional layer's keys come from both sides)");
+       })},
       {"rota.recipes.Schedule.min_lr", rule<Schedule>([](const Recipe&, const Schedule& schedule) {
          return unless(schedule.kind() != Schedule::CONSTANT,
                        "a CONSTANT schedule has no minimum lr");

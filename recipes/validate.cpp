@@ -769,6 +769,16 @@ void check_train(Checker& check, const Recipe& recipe) {
   // OpenMP cannot start an arbitrary number of threads (100000 crashed inside libgomp).
   check.in_range("train.threads", train.threads(), 0, kMaxThreads);
   const Model& model = recipe.model();
+  check.at_least("train.segment_length", train.segment_length(), 0);
+  if (train.segment_length() > 0) {
+    const std::string reason = segment_refusal(model);
+    if (!reason.empty()) check.fail("train.segment_length", reason);
+    if (train.recompute_blocks()) {
+      check.fail("train.segment_length",
+                 "does not combine with train.recompute_blocks (every segment is recomputed "
+                 "already); keep one");
+    }
+  }
   if (train.has_best_metric() && train.best_metric() != Train::LOSS &&
       model.kind() != Model::CLASSIFIER) {
     check.fail("train.best_metric", Train::Metric_Name(train.best_metric()) +
@@ -887,6 +897,22 @@ std::vector<Issue> recipe_warnings(const Recipe& recipe) {
                             "permutation-invariant): it trains as a bag-of-words baseline"});
   }
   return warnings;
+}
+
+std::string segment_refusal(const Model& model) {
+  if (model.attention().has_softmax()) {
+    return "softmax attention has no fixed-size state to carry from one segment to the next";
+  }
+  if (model.has_hybrid()) {
+    return "a hybrid stack's softmax blocks have no fixed-size state to carry between segments";
+  }
+  const LinearAttention& linear = model.attention().linear();
+  if (linear.has_gating() || linear.update_rule() == LinearAttention::DELTA ||
+      linear.decay().learnable()) {
+    return "blocks with data-dependent gating, the DELTA rule or a learnable decay cannot carry "
+           "their state between segments yet";
+  }
+  return "";
 }
 
 }  // namespace rota::recipes

@@ -27,6 +27,11 @@ struct Issue {
 /// do not apply (applicability.h) are not set.
 std::vector<Issue> validate_recipe(const Recipe& recipe);
 
+/// Why `model` cannot run a sequence in segments with the attention state carried between them
+/// (train.segment_length), or "" when it can (a CAUSAL_LM whose blocks are all linear attention
+/// without data-dependent gating, the DELTA rule or a learnable decay; the kind is not checked).
+std::string segment_refusal(const Model& model);
+
 /// Choices that are valid but probably not what was meant, to print as warnings: a
 /// bidirectional model without positions (NoPE) cannot tell word order — a bag-of-words
 /// baseline, legitimate in an ablation.

@@ -12,6 +12,7 @@
 #include "framework/io/log.h"
 #include "recipes/recipe_error.h"
 #include "recipes/resolve.h"
+#include "recipes/validate.h"
 
 namespace rota::app {
 
@@ -114,18 +115,35 @@ void check_memory_budget(const models::MemoryEstimate& estimate, const MemoryBud
         fmt::format(", {} of activations for {} × {} tokens through {} layers",
                     format_bytes(estimate.activation_bytes), batch, sequence_length, m.layers());
   }
-  // Training whose activations are a large part: recomputing blocks keeps only their inputs.
-  const bool suggest_recompute = purpose == "training" && batch > 0 &&
-                                 !recipe.train().recompute_blocks() && m.layers() > 1 &&
-                                 estimate.activation_bytes >= 0.25 * estimate.total();
+  // Training whose activations are a large part: running long sequences in segments keeps one
+  // segment's activations (causal linear models that carry their state), recomputing blocks
+  // keeps only the blocks' inputs.
+  const bool activations_matter =
+      purpose == "training" && batch > 0 && estimate.activation_bytes >= 0.25 * estimate.total();
+  constexpr int64_t kSuggestedSegment = 1024;
+  const bool suggest_segments = activations_matter && recipe.train().segment_length() == 0 &&
+                                sequence_length > kSuggestedSegment &&
+                                m.kind() == recipes::Model::CAUSAL_LM &&
+                                recipes::segment_refusal(m).empty();
+  const bool suggest_recompute = activations_matter && !suggest_segments &&
+                                 recipe.train().segment_length() == 0 &&
+                                 !recipe.train().recompute_blocks() && m.layers() > 1;
+  std::string hint;
+  if (suggest_segments) {
+    hint = fmt::format(
+        ", set train.segment_length: {} (keeps one segment's activations and the "
+        "attention states between segments)",
+        kSuggestedSegment);
+  } else if (suggest_recompute) {
+    hint = ", set train.recompute_blocks: true (keeps only each block's input)";
+  }
   throw recipes::RecipeError(fmt::format(
       "model: {} needs about {} ({}), more than the {} {}; make model.layers ({}), "
       "model.width ({}), model.ffn_width ({}){} smaller{}{}",
       purpose, format_bytes(estimate.total()), parts, format_bytes(limit),
       explicit_limit ? "allowed by --max-memory" : "this machine has available", m.layers(),
       m.width(), m.has_ffn_width() ? m.ffn_width() : recipes::default_ffn_width(m),
-      batch > 0 ? " or data.batch_size × data.sequence_length (rota eval: --context)" : "",
-      suggest_recompute ? ", set train.recompute_blocks: true (keeps only each block's input)" : "",
+      batch > 0 ? " or data.batch_size × data.sequence_length (rota eval: --context)" : "", hint,
       explicit_limit ? ", or raise --max-memory" : ""));
 }
 

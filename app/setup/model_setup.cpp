@@ -342,6 +342,7 @@ models::ModelOptions model_options_from_recipe(const recipes::Recipe& recipe, in
   o.scale_embeddings = m.embedding_scale() == recipes::Model::SQRT_WIDTH;
   o.tie_embeddings = m.tie_embeddings();
   o.recompute_blocks = recipe.train().recompute_blocks();
+  o.segment_length = recipe.train().segment_length();
   o.init_scheme = init_scheme_of(m.init_scheme());
   o.init_std = m.init_std();
   o.attention_family = set_attention(m.attention(), o.attention, o.softmax);

@@ -32,4 +32,14 @@ Variable recomputed(const char* name, const std::function<Variable(const Variabl
                     const Variable& input, const std::vector<Variable>& parameters,
                     std::shared_ptr<Generator> rng);
 
+/// The same for several inputs and outputs: outputs = fn(inputs), one node saving only the
+/// inputs. An input may be an undefined Variable: fn receives it undefined in both runs and it
+/// gets no gradient. The backward reruns fn and backpropagates every output's gradient (zeros
+/// for outputs the outer graph did not use) through the second graph at once. Used to run a
+/// long sequence segment by segment with only the carried states kept between segments.
+std::vector<Variable> recomputed(
+    const char* name, const std::function<std::vector<Variable>(const std::vector<Variable>&)>& fn,
+    const std::vector<Variable>& inputs, const std::vector<Variable>& parameters,
+    std::shared_ptr<Generator> rng);
+
 }  // namespace rota

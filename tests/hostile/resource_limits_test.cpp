@@ -83,6 +83,21 @@ TEST(ResourceLimits, ActivationBoundTrainingSuggestsRecomputingBlocks) {
   EXPECT_EQ(still.output.find("recompute_blocks"), std::string::npos) << still.output;
 }
 
+// Long sequences of a causal linear model: the refusal suggests running them in segments, which
+// then fits (one segment's activations: 96.4 MB → 24.5 MB here) and trains.
+TEST(ResourceLimits, ActivationBoundLongSequencesSuggestSegments) {
+  testing::TempDir dir;
+  const std::string long_windows = " --set data.sequence_length=4096 --max-memory 40M";
+  expect_refused(rota("train " + kTiny + " --out " + (dir / "a").string() + long_windows),
+                 {"model: training needs about 96.4 MB",
+                  "set train.segment_length: 1024 (keeps one segment's activations and the "
+                  "attention states between segments)"});
+  const testing::CommandResult fits =
+      rota("train " + kTiny + " --out " + (dir / "b").string() + long_windows +
+           " --set train.segment_length=1024 --set train.steps=1 --set train.eval_batches=1");
+  EXPECT_EQ(fits.code, 0) << fits.output;
+}
+
 TEST(ResourceLimits, DryRunReportsTheModelAndEstimateAndWritesNothing) {
   testing::TempDir dir;
   const testing::CommandResult r =

@@ -281,5 +281,24 @@ TEST(MemoryEstimate, RecomputedBlocksKeepTheirInputsAndOneBlock) {
             inference_memory(plain_deep, 4, 64).activation_bytes);
 }
 
+// Segments: one segment's activations (the formula at the segment length) plus every block's f32
+// state [H, F, D] at each of the ⌈N / S⌉ + 1 boundaries, for each sequence; a sequence no longer
+// than a segment is estimated whole.
+TEST(MemoryEstimate, SegmentsHoldOneSegmentAndTheBoundaryStates) {
+  ModelOptions o = base(ModelKind::kCausalLm);
+  o.layers = 4;
+  ModelOptions segmented = o;
+  segmented.segment_length = 256;
+  const double d = static_cast<double>(o.dim / o.heads);
+  const double state = 4.0 * static_cast<double>(o.heads) * d * d;  // f32 [H, D, D] (LRPE type 2)
+  const double boundaries = 1048576.0 / 256.0 + 1.0;
+  EXPECT_DOUBLE_EQ(training_memory(segmented, 2, 1048576).activation_bytes,
+                   training_memory(o, 2, 256).activation_bytes + boundaries * 2.0 * 4.0 * state);
+  EXPECT_DOUBLE_EQ(training_memory(segmented, 2, 256).activation_bytes,
+                   training_memory(o, 2, 256).activation_bytes);
+  EXPECT_EQ(training_memory(segmented, 2, 4096).state_bytes,
+            training_memory(o, 2, 4096).state_bytes);
+}
+
 }  // namespace
 }  // namespace rota::models

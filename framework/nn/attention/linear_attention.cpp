@@ -179,6 +179,26 @@ Variable LinearAttention::finish(const Variable& heads_out, const Variable& x) c
 }
 
 Variable LinearAttention::forward(const Variable& x, const Tensor& key_mask, int64_t offset) const {
+  return attend(x, key_mask, offset, nullptr);
+}
+
+bool LinearAttention::carries_state() const {
+  return options_.causal && !state_gate_;
+}
+
+LinearAttention::Segment LinearAttention::forward_segment(const Variable& x, int64_t offset,
+                                                          const Variable& state) const {
+  ROTA_CHECK(carries_state(),
+             "LinearAttention: segments with a carried state need a causal layer without "
+             "data-dependent gating or the delta rule");
+  ROTA_CHECK(offset >= 0, "LinearAttention: segment offset {} must be >= 0", offset);
+  Segment segment{Variable(), state};
+  segment.output = attend(x, Tensor(), offset, &segment);
+  return segment;
+}
+
+Variable LinearAttention::attend(const Variable& x, const Tensor& key_mask, int64_t offset,
+                                 Segment* segment) const {
   ROTA_CHECK(x.dim() == 3 && x.size(2) == options_.dim,
              "LinearAttention: input {} must be [B, N, {}]", shape_str(x.shape()), options_.dim);
   ROTA_CHECK(!key_mask.defined() || !options_.causal,
@@ -204,7 +224,12 @@ Variable LinearAttention::forward(const Variable& x, const Tensor& key_mask, int
     v = concat({v, Variable(ones({b, h, n, 1}, x.dtype()))}, -1);
   }
   Variable out;
-  if (state_gate_) {
+  if (segment) {
+    CausalAttentionWithState carried =
+        causal_linear_attention_with_state(q, k, v, segment->state, options_.chunk_size, decay);
+    out = carried.output;
+    segment->state = carried.final_state;
+  } else if (state_gate_) {
     out = gated_attention(q, k, v, x);
   } else {
     out = options_.causal ? causal_linear_attention(q, k, v, options_.chunk_size, decay)

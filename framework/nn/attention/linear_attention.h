@@ -73,6 +73,21 @@ class LinearAttention : public Module {
   /// offset: position of the first row (for continuing a sequence).
   Variable forward(const Variable& x, const Tensor& key_mask = Tensor(), int64_t offset = 0) const;
 
+  /// Whether forward_segment() works: a causal layer without data-dependent gating or the delta
+  /// rule (their kernels do not carry a state yet).
+  bool carries_state() const;
+  /// One segment of a longer causal sequence: x [B, N, E] at positions offset … offset + N − 1,
+  /// continuing from `state` [B, H, F, D'] (what the earlier positions left; undefined at the
+  /// start of the sequence; D' = D + 1 with the denominator). Returns the output [B, N, E] and
+  /// the state after the segment. Segments chained through their states give the whole
+  /// sequence's outputs, and through autograd its gradients (the state's included). Throws
+  /// rota::Error when !carries_state().
+  struct Segment {
+    Variable output;
+    Variable state;
+  };
+  Segment forward_segment(const Variable& x, int64_t offset, const Variable& state) const;
+
   /// A fresh generation state for batch size B.
   LinearAttentionState initial_state(int64_t batch) const;
   /// One token per sequence: x: [B, E] → [B, E], updating state. Same outputs as the causal
@@ -98,6 +113,10 @@ class LinearAttention : public Module {
   Variable gated_attention(Variable q, Variable k, const Variable& v, const Variable& x) const;
   /// [B, H, N, D] → [B, N, E] → norm → (⊙ gate(x)) → out_proj; x: [B, N, E] the layer input.
   Variable finish(const Variable& heads_out, const Variable& x) const;
+  /// forward() and forward_segment(): with `segment`, the causal kernel starts from
+  /// segment->state and leaves the final state there.
+  Variable attend(const Variable& x, const Tensor& key_mask, int64_t offset,
+                  Segment* segment) const;
 
   LinearAttentionOptions options_;
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_, gate_proj_;

@@ -11,6 +11,7 @@
 #include "framework/autograd/ops/elementwise.h"
 #include "framework/autograd/ops/matmul.h"
 #include "framework/autograd/ops/reduce.h"
+#include "framework/autograd/ops/shape.h"
 
 namespace rota {
 namespace {
@@ -112,6 +113,48 @@ TEST(Recompute, InsideALargerGraphAndNested) {
   expect_same_bits(again.layer.w.grad(), plain.layer.w.grad(), "dW");
   expect_same_bits(again.layer.b.grad(), plain.layer.b.grad(), "db");
   EXPECT_EQ(again.layer.rng->state(), plain.layer.rng->state());
+}
+
+// The multi-input, multi-output form as segments chained through a carried state: segment s maps
+// (x_s, state) to (loss_s, state'), the first segment's state undefined (zeros); the sum of the
+// losses has the plain chain's gradients, bit for bit, and an output nobody uses (the last
+// state) gets a zero gradient.
+TEST(Recompute, SeveralInputsAndOutputsChainedThroughAState) {
+  LayerCase plain(true), again(true);
+  const auto segment = [](const Layer& layer, const Variable& x, const Variable& state) {
+    const Variable h = state.defined() ? layer(x) + state : layer(x);
+    return std::vector<Variable>{sum(square(h)), tanh(h) * 0.5};
+  };
+  const auto rows = [](const Variable& x, int64_t r) { return narrow(x, 0, r, 2); };
+  Variable total_plain, state_plain;
+  for (int64_t r : {0, 2}) {
+    const std::vector<Variable> out = segment(plain.layer, rows(plain.x, r), state_plain);
+    total_plain = total_plain.defined() ? total_plain + out[0] : out[0];
+    state_plain = out[1];
+  }
+  total_plain.backward();
+
+  Variable total, state;
+  for (int64_t r : {0, 2}) {
+    const Variable x = rows(again.x, r);
+    const std::vector<Variable> out = recomputed(
+        "segment",
+        [&](const std::vector<Variable>& in) { return segment(again.layer, in[0], in[1]); },
+        {x, state}, again.layer.parameters(), again.layer.rng);
+    ASSERT_EQ(out.size(), 2u);
+    total = total.defined() ? total + out[0] : out[0];
+    state = out[1];
+  }
+  EXPECT_EQ(again.calls, 2);
+  expect_same_bits(total.data(), total_plain.data(), "loss");
+  expect_same_bits(state.data(), state_plain.data(), "final state");
+  total.backward();
+  EXPECT_EQ(again.calls, 4);
+  EXPECT_EQ(again.layer.rng->state(), plain.layer.rng->state());
+  expect_same_bits(again.x.grad(), plain.x.grad(), "dx");
+  expect_same_bits(again.layer.w.grad(), plain.layer.w.grad(), "dW");
+  expect_same_bits(again.layer.b.grad(), plain.layer.b.grad(), "db");
+  expect_same_bits(again.layer.w2.grad(), plain.layer.w2.grad(), "dW2");
 }
 
 TEST(Recompute, WithoutGradModeItIsThePlainCall) {

@@ -1,0 +1,219 @@
+// A causal LM's loss run in segments (ModelOptions::segment_length): the whole sequence's loss and
+// every parameter's gradient for each linear-attention encoding, in f64 to 1e-10 and f32 to
+// rounding; bounded memory; models that cannot carry a state refused.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "framework/autograd/grad_mode.h"
+#include "framework/tensor/storage.h"
+#include "models/language_models.h"
+#include "tests/support/expect_error.h"
+
+namespace rota {
+namespace {
+
+using models::ModelOptions;
+
+struct Variant {
+  std::string name;
+  ModelOptions options;
+};
+
+ModelOptions base(DType dtype) {
+  ModelOptions o;
+  o.vocab_size = 17;
+  o.dim = 16;
+  o.layers = 2;
+  o.heads = 2;
+  o.ffn_dim = 24;
+  o.dropout = 0.0;
+  o.init_std = 0.3;
+  o.dtype = dtype;
+  o.attention.chunk_size = 4;  // segments of 5 cut chunks in the middle
+  return o;
+}
+
+// Every linear-attention encoding whose layers carry a state, and the block variants around it.
+std::vector<Variant> variants(DType dtype) {
+  std::vector<Variant> out;
+  for (auto core : {backend::LrpeCore::kUnitary, backend::LrpeCore::kOrthogonal,
+                    backend::LrpeCore::kPermutation}) {
+    ModelOptions o = base(dtype);
+    nn::LrpeOptions lrpe;
+    lrpe.core = core;
+    o.position = lrpe;
+    out.push_back({"LRPE type " + std::to_string(static_cast<int>(core) + 1), o});
+  }
+  ModelOptions rope = base(dtype);
+  rope.position = nn::RopePosition{};
+  out.push_back({"RoPE", rope});
+  ModelOptions permute = base(dtype);
+  permute.position = nn::PermuteFormerPosition{};
+  out.push_back({"PermuteFormer", permute});
+  ModelOptions nope = base(dtype);
+  nope.position = nn::NoPosition{};
+  out.push_back({"NoPE", nope});
+  ModelOptions sinusoidal = base(dtype);
+  sinusoidal.position = nn::SinusoidalPosition{};
+  out.push_back({"sinusoidal absolute", sinusoidal});
+  ModelOptions retnet = base(dtype);  // LRPE with RetNet's fixed decay
+  retnet.attention.decay.schedule = nn::DecaySchedule::kRetNet;
+  out.push_back({"LRPE-d (RetNet decay)", retnet});
+  ModelOptions denominator = base(dtype);
+  denominator.position = nn::NoPosition{};
+  denominator.attention.norm = nn::LinearAttentionNorm::kDenominator;
+  out.push_back({"denominator", denominator});
+  ModelOptions post = base(dtype);
+  post.norm_placement = models::NormPlacement::kPost;
+  post.tie_embeddings = false;
+  out.push_back({"post-norm, untied head", post});
+  return out;
+}
+
+struct Pass {
+  double loss = 0;
+  std::vector<std::pair<std::string, Tensor>> grads;
+};
+
+Pass causal_pass(ModelOptions o, int64_t segment_length, const Tensor& ids, const Tensor& targets) {
+  o.segment_length = segment_length;
+  Generator init(3);
+  models::CausalLm model(o, init, std::make_shared<Generator>(5));
+  model.train();
+  const Variable loss = model.loss(ids, targets);
+  loss.backward();
+  Pass pass{loss.item(), {}};
+  for (const auto& [name, p] : model.named_parameters()) pass.grads.emplace_back(name, p.grad());
+  return pass;
+}
+
+// |a − b| ≤ tol · max(1, max|b|) elementwise (a scale-aware closeness for gradients).
+void expect_close(const Tensor& actual, const Tensor& expected, double tol,
+                  const std::string& what) {
+  ASSERT_EQ(actual.defined(), expected.defined()) << what;
+  if (!expected.defined()) return;
+  ASSERT_EQ(actual.shape(), expected.shape()) << what;
+  const std::vector<double> a = actual.to_double_vector();
+  const std::vector<double> e = expected.to_double_vector();
+  double scale = 1.0;
+  for (double x : e) scale = std::max(scale, std::abs(x));
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_LE(std::abs(a[i] - e[i]), tol * scale) << what << " element " << i;
+  }
+}
+
+void expect_same_pass(const Pass& segmented, const Pass& whole, double tol) {
+  EXPECT_LE(std::abs(segmented.loss - whole.loss), tol * std::abs(whole.loss));
+  ASSERT_EQ(segmented.grads.size(), whole.grads.size());
+  size_t with_gradient = 0;
+  for (size_t i = 0; i < whole.grads.size(); ++i) {
+    ASSERT_EQ(segmented.grads[i].first, whole.grads[i].first);
+    expect_close(segmented.grads[i].second, whole.grads[i].second, tol, whole.grads[i].first);
+    if (whole.grads[i].second.defined()) ++with_gradient;
+  }
+  EXPECT_GE(with_gradient, 3 * whole.grads.size() / 4);
+}
+
+TEST(SegmentedLoss, EveryEncodingMatchesTheWholeSequenceInDouble) {
+  Generator gen(9);
+  const Tensor ids = randint({2, 11}, gen, 0, 17);
+  Tensor targets = randint({2, 11}, gen, 0, 17);
+  targets.set({0, 4}, -100);  // ignored targets count in neither the sum nor the mean
+  targets.set({1, 10}, -100);
+  for (const Variant& v : variants(DType::kF64)) {
+    SCOPED_TRACE(v.name);
+    const Pass whole = causal_pass(v.options, 0, ids, targets);
+    for (int64_t segment : {1, 4, 5, 10}) {
+      SCOPED_TRACE("segment " + std::to_string(segment));
+      expect_same_pass(causal_pass(v.options, segment, ids, targets), whole, 1e-10);
+    }
+  }
+}
+
+TEST(SegmentedLoss, FloatMatchesTheWholeSequenceToRounding) {
+  Generator gen(10);
+  const Tensor ids = randint({2, 37}, gen, 0, 17);
+  const Tensor targets = randint({2, 37}, gen, 0, 17);
+  for (const Variant& v : variants(DType::kF32)) {
+    SCOPED_TRACE(v.name);
+    const Pass whole = causal_pass(v.options, 0, ids, targets);
+    expect_same_pass(causal_pass(v.options, 8, ids, targets), whole, 2e-5);
+  }
+}
+
+TEST(SegmentedLoss, EvaluationWithoutGradientsGivesTheSameLoss) {
+  ModelOptions o = base(DType::kF64);
+  Generator gen(11);
+  const Tensor ids = randint({2, 13}, gen, 0, 17);
+  const Tensor targets = randint({2, 13}, gen, 0, 17);
+  std::vector<double> losses;
+  for (int64_t segment : {0, 3}) {
+    o.segment_length = segment;
+    Generator init(3);
+    models::CausalLm model(o, init, std::make_shared<Generator>(5));
+    model.eval();
+    NoGradGuard no_grad;
+    losses.push_back(model.loss(ids, targets).item());
+  }
+  EXPECT_NEAR(losses[1], losses[0], 1e-12 * std::abs(losses[0]));
+}
+
+// Peak tensor bytes of one f32 training pass over one sequence of `n` tokens.
+int64_t peak_training_bytes(int64_t n, int64_t segment_length) {
+  ModelOptions o = base(DType::kF32);
+  o.dim = 64;
+  o.ffn_dim = 256;
+  o.layers = 4;
+  o.heads = 4;
+  o.vocab_size = 64;
+  o.attention.chunk_size = 64;
+  o.segment_length = segment_length;
+  Generator init(3);
+  models::CausalLm model(o, init, std::make_shared<Generator>(5));
+  model.train();
+  Generator gen(4);
+  const Tensor ids = randint({1, n}, gen, 0, 64);
+  const Tensor targets = randint({1, n}, gen, 0, 64);
+  reset_storage_peak();
+  const int64_t before = storage_stats().live_bytes;
+  model.loss(ids, targets).backward();
+  return storage_stats().peak_bytes - before;
+}
+
+TEST(SegmentedLoss, MemoryFollowsTheSegmentNotTheSequence) {
+  const int64_t whole = peak_training_bytes(4096, 0);
+  const int64_t segmented = peak_training_bytes(4096, 256);
+  const int64_t longer = peak_training_bytes(16384, 256);
+  // 16 segments' activations against one: far below the whole pass; and 4x the tokens add only
+  // their boundary states (4 blocks × 4 heads × 16 × 16 floats per boundary) and token ids.
+  EXPECT_LT(segmented * 4, whole) << "whole " << whole << " B, segmented " << segmented << " B";
+  EXPECT_LT(longer, segmented * 5 / 4) << "4096 tokens " << segmented << " B, 16384: " << longer;
+}
+
+TEST(SegmentedLoss, ModelsWithoutACarriedStateAreRefused) {
+  Generator gen(12);
+  const Tensor ids = randint({1, 9}, gen, 0, 17);
+  ModelOptions softmax = base(DType::kF64);
+  softmax.attention_family = models::AttentionFamily::kSoftmax;
+  softmax.position = nn::RopePosition{};
+  ModelOptions gla = base(DType::kF64);
+  gla.position = nn::NoPosition{};
+  gla.attention.state_gate.gating = nn::StateGating::kGla;
+  for (ModelOptions o : {softmax, gla}) {
+    o.segment_length = 4;
+    Generator init(3);
+    models::CausalLm model(o, init, std::make_shared<Generator>(5));
+    model.train();
+    testing::expect_error([&] { model.loss(ids, ids); },
+                          "train.segment_length needs a causal LM whose blocks are all linear "
+                          "attention");
+  }
+}
+
+}  // namespace
+}  // namespace rota
