@@ -906,11 +906,8 @@ std::string segment_refusal(const Model& model) {
   if (model.has_hybrid()) {
     return "a hybrid stack's softmax blocks have no fixed-size state to carry between segments";
   }
-  const LinearAttention& linear = model.attention().linear();
-  if (linear.has_gating() || linear.update_rule() == LinearAttention::DELTA ||
-      linear.decay().learnable()) {
-    return "blocks with data-dependent gating, the DELTA rule or a learnable decay cannot carry "
-           "their state between segments yet";
+  if (model.attention().linear().update_rule() == LinearAttention::DELTA) {
+    return "the DELTA rule's kernel cannot carry its state between segments yet";
   }
   return "";
 }

@@ -29,7 +29,7 @@ std::vector<Issue> validate_recipe(const Recipe& recipe);
 
 /// Why `model` cannot run a sequence in segments with the attention state carried between them
 /// (train.segment_length), or "" when it can (a CAUSAL_LM whose blocks are all linear attention
-/// without data-dependent gating, the DELTA rule or a learnable decay; the kind is not checked).
+/// without the DELTA rule; the kind is not checked).
 std::string segment_refusal(const Model& model);
 
 /// Choices that are valid but probably not what was meant, to print as warnings: a

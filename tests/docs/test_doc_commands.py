@@ -288,6 +288,12 @@ RUNS = {
         "build/rota bench train recipes/bench/bench_small.txtpb --set train.recompute_blocks=true":
             Run(expect=(r"peak_tensor_mb=\S+ step_bytes_per_token=\d+",
                         r"tokens_per_s=\S+ step_ms=\S+ gflops=\S+ mfu=\S+")),
+        # The 1M-token sequence cut to 32,768 tokens: four segments of 8,192.
+        "build/rota bench train recipes/bench/bench_small_1m.txtpb --steps 1 --warmup 0 --dtype bf16":
+            Run(cut_down=(("data.sequence_length", "32768"),),
+                expect=(r"tokens_per_step=32768 dtype=bf16",
+                        r"peak_tensor_mb=\S+ step_bytes_per_token=\d+",
+                        r"tokens_per_s=\S+ step_ms=\S+ gflops=\S+ mfu=\S+")),
     },
     "docs/distributed.md": {
         # Interrupted, so that the next line resumes it.

@@ -68,6 +68,19 @@ std::vector<Variant> variants(DType dtype) {
   denominator.position = nn::NoPosition{};
   denominator.attention.norm = nn::LinearAttentionNorm::kDenominator;
   out.push_back({"denominator", denominator});
+  ModelOptions gla = base(dtype);
+  gla.position = nn::NoPosition{};
+  gla.attention.state_gate.gating = nn::StateGating::kGla;
+  gla.attention.state_gate.gla_rank = 4;
+  out.push_back({"GLA", gla});
+  ModelOptions ssd = base(dtype);
+  ssd.position = nn::NoPosition{};
+  ssd.attention.state_gate.gating = nn::StateGating::kSsd;
+  out.push_back({"SSD", ssd});
+  ModelOptions learnable = base(dtype);  // LRPE-d with learnable rates: the gated kernel
+  learnable.attention.decay.schedule = nn::DecaySchedule::kTransNormer;
+  learnable.attention.decay.learnable = true;
+  out.push_back({"LRPE-d, learnable", learnable});
   ModelOptions post = base(dtype);
   post.norm_placement = models::NormPlacement::kPost;
   post.tie_embeddings = false;
@@ -201,17 +214,18 @@ TEST(SegmentedLoss, ModelsWithoutACarriedStateAreRefused) {
   ModelOptions softmax = base(DType::kF64);
   softmax.attention_family = models::AttentionFamily::kSoftmax;
   softmax.position = nn::RopePosition{};
-  ModelOptions gla = base(DType::kF64);
-  gla.position = nn::NoPosition{};
-  gla.attention.state_gate.gating = nn::StateGating::kGla;
-  for (ModelOptions o : {softmax, gla}) {
+  ModelOptions delta = base(DType::kF64);
+  delta.position = nn::NoPosition{};
+  delta.attention.state_gate.gating = nn::StateGating::kSsd;
+  delta.attention.state_gate.rule = nn::UpdateRule::kDelta;
+  for (ModelOptions o : {softmax, delta}) {
     o.segment_length = 4;
     Generator init(3);
     models::CausalLm model(o, init, std::make_shared<Generator>(5));
     model.train();
     testing::expect_error([&] { model.loss(ids, ids); },
                           "train.segment_length needs a causal LM whose blocks are all linear "
-                          "attention");
+                          "attention without the delta rule");
   }
 }
 

@@ -1,6 +1,7 @@
 // Differentiable causal gated linear attention (GLA / Mamba-2 gates; fused kernels, see backend).
 #pragma once
 
+#include "framework/autograd/ops/linear_attention.h"
 #include "framework/autograd/variable.h"
 
 namespace rota {
@@ -11,5 +12,16 @@ namespace rota {
 /// Mamba-2), finite and ≤ 0 → [..., N, D]. Chunked kernel; gradients for q, k, v and log_gate.
 Variable gated_linear_attention(const Variable& q, const Variable& k, const Variable& v,
                                 const Variable& log_gate, int64_t chunk_size = 64);
+
+/// gated_linear_attention continuing from an earlier segment: initial_state S₀ [..., F, D]
+/// (undefined = zeros) is the state before row 0, and the outputs are o and the state after
+/// the last row S_N (backend::gated_linear_attention_forward). Gradients reach q, k, v,
+/// log_gate and S₀ from both outputs, so segments chained through their states backpropagate as
+/// one sequence.
+CausalAttentionWithState gated_linear_attention_with_state(const Variable& q, const Variable& k,
+                                                           const Variable& v,
+                                                           const Variable& log_gate,
+                                                           const Variable& initial_state,
+                                                           int64_t chunk_size = 64);
 
 }  // namespace rota

@@ -393,12 +393,18 @@ void intra_forward_scalar(Rows<const T> q, Rows<const T> k, Rows<const T> v, Row
   }
 }
 
-// One group of the forward. q, k: [N, F], v, o: [N, D], gate: [N, gw].
+// One group of the forward. q, k: [N, F], v, o: [N, D], gate: [N, gw]. initial: S₀ [F, D] (the
+// state before row 0) or null (zeros); final_state: where S_N [F, D] goes, or null.
 template <typename T>
 void forward_group(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<const T> gate, Rows<T> o,
-                   Scratch<T>& w, const GlaDims& s, int64_t chunk) {
+                   Scratch<T>& w, const GlaDims& s, int64_t chunk, const T* initial,
+                   T* final_state) {
   T* state = w.state.data();
-  std::fill(state, state + s.f * s.d, T(0));
+  if (initial) {
+    std::copy(initial, initial + s.f * s.d, state);
+  } else {
+    std::fill(state, state + s.f * s.d, T(0));
+  }
   for (int64_t c0 = 0; c0 < s.n; c0 += chunk) {
     const int64_t c1 = std::min(s.n, c0 + chunk);
     const int64_t len = c1 - c0;
@@ -408,15 +414,16 @@ void forward_group(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<const
     } else {
       intra_forward_vector(q, k, v, o, c0, len, w, s);
     }
-    if (c0 > 0) {
+    if (c0 > 0 || initial) {
       // Inter-chunk: o_i += (q_i ⊙ e^(B_i)) S, B relative to the row before the chunk.
       gated_rows<T>(
           w.cum.data(), s.gw, s.f, len, [](int64_t u) { return u + 1; }, [](int64_t) { return 0; },
           w.alpha.data(), q, c0, w.qh.data(), false);
       block_product(len, s.d, s.f, w.qh.data(), s.f, int64_t{1}, state, s.d, o.row(c0), o.ld, true);
     }
-    if (c1 < s.n) advance_state(state, k, v, c0, len, w, s);
+    if (c1 < s.n || final_state) advance_state(state, k, v, c0, len, w, s);
   }
+  if (final_state) std::copy(state, state + s.f * s.d, final_state);
 }
 
 // ---- Backward ----
@@ -549,21 +556,29 @@ void intra_backward_scalar(Rows<const T> q, Rows<const T> k, Rows<const T> v, Ro
 }
 
 // One group of the backward. Inputs as the forward plus g = dO: [N, D]; dq, dk: [N, F] dense,
-// dv: [N, D] rows (stored like v), dgate: [N, gw] dense.
+// dv: [N, D] rows (stored like v), dgate: [N, gw] dense. State carry: initial S₀ [F, D] or null;
+// grad_final dL/dS_N [F, D] or null (S_N is the state at row N − 1, so it is R of the last
+// chunk); d_initial: where dL/dS₀ goes, or null.
 template <typename T>
 void backward_group(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<const T> gate,
                     Rows<const T> g, T* dq, T* dk, Rows<T> dv, T* dgate, Scratch<T>& w,
-                    const GlaDims& s, int64_t chunk) {
+                    const GlaDims& s, int64_t chunk, const T* initial, const T* grad_final,
+                    T* d_initial) {
   const int64_t f = s.f, d = s.d;
   T* state = w.state.data();
-  // Forward sweep: dq_i = e^(B_i) ⊙ (dO_i Sᵀ) with S the key state before the chunk.
-  std::fill(state, state + f * d, T(0));
+  // Forward sweep: dq_i = e^(B_i) ⊙ (dO_i Sᵀ) with S the key state before the chunk (S₀ before
+  // the first). With dL/dS_N it runs on to S_N, for the last gate's gradient.
+  if (initial) {
+    std::copy(initial, initial + f * d, state);
+  } else {
+    std::fill(state, state + f * d, T(0));
+  }
   for (int64_t c0 = 0; c0 < s.n; c0 += chunk) {
     const int64_t c1 = std::min(s.n, c0 + chunk);
     const int64_t len = c1 - c0;
     local_cumsum(gate, c0, len, s.gw, w.cum.data());
     T* dqc = dq + c0 * f;
-    if (c0 == 0) {
+    if (c0 == 0 && !initial) {
       std::fill(dqc, dqc + len * f, T(0));
     } else {
       small_gemm::transpose_into(state, f, d, d, w.state_t.data());  // Sᵀ [D, F]
@@ -573,15 +588,31 @@ void backward_group(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<cons
           w.alpha.data(), Rows<const T>{nullptr, 0}, 0, nullptr, false);
       for (int64_t x = 0; x < len * f; ++x) dqc[x] *= w.alpha[x];
     }
-    if (c1 < s.n) advance_state(state, k, v, c0, len, w, s);
+    if (c1 < s.n || grad_final) advance_state(state, k, v, c0, len, w, s);
+  }
+  // S_N depends on the gates up to row N − 1 through e^(B_{N−1}) on every term:
+  // ∂⟨dL/dS_N, S_N⟩/∂B_{N−1} = Σ_d (dL/dS_N ⊙ S_N)[f, d], a query at N − 1 would give.
+  std::vector<double> acc(s.gw, 0.0);
+  if (grad_final && s.n > 0) {
+    for (int64_t x = 0; x < f; ++x) {
+      double sum = 0;
+      for (int64_t y = 0; y < d; ++y) {
+        sum += static_cast<double>(grad_final[x * d + y]) * state[x * d + y];
+      }
+      acc[s.gw == 1 ? 0 : x] += sum;
+    }
   }
   // Reverse sweep with R = ∂L/∂S at the chunk's last row: Σ_{i≥c1} diag(e^(b_i − b_{c1−1})) q_iᵀ
   // dO_i.
   std::fill(dk, dk + s.n * f, T(0));
   for (int64_t t = 0; t < s.n; ++t) std::fill(dv.row(t), dv.row(t) + d, T(0));
   T* r = w.state.data();
-  std::fill(r, r + f * d, T(0));
-  const int64_t last = ((s.n - 1) / chunk) * chunk;
+  if (grad_final) {
+    std::copy(grad_final, grad_final + f * d, r);
+  } else {
+    std::fill(r, r + f * d, T(0));
+  }
+  const int64_t last = s.n > 0 ? ((s.n - 1) / chunk) * chunk : 0;
   for (int64_t c0 = last; c0 >= 0; c0 -= chunk) {
     const int64_t c1 = std::min(s.n, c0 + chunk);
     const int64_t len = c1 - c0;
@@ -592,7 +623,7 @@ void backward_group(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<cons
     } else {
       intra_backward_vector(q, k, v, g, dq, dk, dv, c0, len, w, s);
     }
-    if (c1 < s.n) {
+    if (c1 < s.n || grad_final) {
       // dk_u += e^(B_last − B_u) ⊙ (v_u Rᵀ), dv_u += (k_u ⊙ e^(B_last − B_u)) R.
       small_gemm::transpose_into(r, f, d, d, w.state_t.data());  // Rᵀ [D, F]
       T* temp = w.temp.data();
@@ -603,8 +634,8 @@ void backward_group(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<cons
       for (int64_t x = 0; x < len * f; ++x) dk[c0 * f + x] += w.beta[x] * temp[x];
       block_product(len, d, f, w.kh.data(), f, int64_t{1}, r, d, dv.row(c0), dv.ld, true);
     }
-    if (c0 > 0) {
-      // R ← diag(e^(B_last)) R + (Q_c ⊙ e^(B))ᵀ dO_c
+    if (c0 > 0 || d_initial) {
+      // R ← diag(e^(B_last)) R + (Q_c ⊙ e^(B))ᵀ dO_c (before the first chunk: dL/dS₀)
       decay_state(r, cum, len, s.gw, f, d, w.temp.data());
       gated_rows<T>(
           cum, s.gw, f, len, [](int64_t u) { return u + 1; }, [](int64_t) { return 0; },
@@ -616,7 +647,7 @@ void backward_group(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<cons
   // j = i contributes (dO_t·v_t) q_t ⊙ k_t to both terms and cancels; it is not in dq, dk yet, so
   // its rounding does not land in db (under strong gates db is far smaller than that pair). Then
   // the pair is added: dq_t += (dO_t·v_t) k_t, dk_t += (dO_t·v_t) q_t.
-  std::vector<double> acc(s.gw, 0.0);
+  if (d_initial) std::copy(r, r + f * d, d_initial);
   for (int64_t t = s.n - 1; t >= 0; --t) {
     const T* qt = q.row(t);
     const T* kt = k.row(t);
@@ -649,18 +680,46 @@ void backward_group(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<cons
 // The builds may differ in the last bits (FMA contraction); each is deterministic. f64 (the
 // references and gradient checks) runs the portable code.
 // The entry points below pick the build with vecmath::f32_build_or_portable.
+// The shape of a state of q [..., N, F] with values [..., N, D]: [..., F, D].
+Shape state_shape(const Tensor& q, const Tensor& v) {
+  Shape shape = q.shape();
+  shape[shape.size() - 2] = q.size(-1);
+  shape.back() = v.size(-1);
+  return shape;
+}
+
+// An optional state operand (S₀ or dL/dS_N): undefined, or [..., F, D] of q's dtype, made dense.
+Tensor dense_state(const char* op, const char* what, const Tensor& state, const Tensor& q,
+                   const Tensor& v) {
+  if (!state.defined()) return state;
+  ROTA_CHECK(state.shape() == state_shape(q, v) && state.dtype() == q.dtype(),
+             "{}: {} is {} {}, expected {} {} (q {}, v {})", op, what, dtype_name(state.dtype()),
+             shape_str(state.shape()), dtype_name(q.dtype()), shape_str(state_shape(q, v)),
+             shape_str(q.shape()), shape_str(v.shape()));
+  return state.contiguous();
+}
+
+// Group g's [F, D] block of a dense state, or null.
+template <typename T>
+T* state_slice(const Tensor& state, const GlaDims& s, int64_t g) {
+  return state.defined() ? state.data<std::remove_const_t<T>>() + g * s.f * s.d : nullptr;
+}
+
 }  // namespace
 
 Tensor gated_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
-                                      const Tensor& gate_in, int64_t chunk_size) {
+                                      const Tensor& gate_in, int64_t chunk_size,
+                                      const Tensor& initial_in, Tensor* final_state) {
   const char* op = "gated_linear_attention";
   const GlaDims s = check_dims(op, q_in, k_in, v_in, gate_in);
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
+  const Tensor initial = dense_state(op, "initial state", initial_in, q_in, v_in);
   const Operands in = operands(q_in, k_in, v_in, gate_in, attention_output(v_in));
+  if (final_state) *final_state = Tensor::empty(state_shape(q_in, v_in), q_in.dtype());
   dispatch_floating(in.q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     check_gate_values<T>(op, in, s);
-    if (s.f == 0) {       // no features: every score is 0
+    if (s.f == 0) {       // no features: every score is 0 (and the state is empty)
       Tensor out = in.x;  // shares the storage
       out.fill(0.0);
       return;
@@ -673,7 +732,8 @@ Tensor gated_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, co
         group_kernel(slice_rows<const T>(in.q, in.q_at, g), slice_rows<const T>(in.k, in.k_at, g),
                      slice_rows<const T>(in.v, in.v_at, g),
                      slice_rows<const T>(in.gate, in.gate_at, g), slice_rows<T>(in.x, in.x_at, g),
-                     scratch, s, chunk_size);
+                     scratch, s, chunk_size, state_slice<const T>(initial, s, g),
+                     final_state ? state_slice<T>(*final_state, s, g) : nullptr);
       }
     });
   });
@@ -682,17 +742,22 @@ Tensor gated_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, co
 
 GatedLinearAttentionGrads gated_linear_attention_backward(const Tensor& q_in, const Tensor& k_in,
                                                           const Tensor& v_in, const Tensor& gate_in,
-                                                          const Tensor& g_in, int64_t chunk_size) {
+                                                          const Tensor& g_in, int64_t chunk_size,
+                                                          const Tensor& initial_in,
+                                                          const Tensor& grad_final_in) {
   const char* op = "gated_linear_attention_backward";
   const GlaDims s = check_dims(op, q_in, k_in, v_in, gate_in);
   ROTA_CHECK(g_in.shape() == v_in.shape() && g_in.dtype() == v_in.dtype(),
              "{}: grad {} ({}) for output {} ({})", op, shape_str(g_in.shape()),
              dtype_name(g_in.dtype()), shape_str(v_in.shape()), dtype_name(v_in.dtype()));
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
+  const Tensor initial = dense_state(op, "initial state", initial_in, q_in, v_in);
+  const Tensor grad_final = dense_state(op, "final state's gradient", grad_final_in, q_in, v_in);
   const Operands in = operands(q_in, k_in, v_in, gate_in, g_in);
   GatedLinearAttentionGrads grads{
       Tensor::empty(q_in.shape(), q_in.dtype()), Tensor::empty(k_in.shape(), k_in.dtype()),
-      empty_in_layout_of(in.v), Tensor::empty(gate_in.shape(), gate_in.dtype())};
+      empty_in_layout_of(in.v), Tensor::empty(gate_in.shape(), gate_in.dtype()), Tensor()};
+  if (initial.defined()) grads.d_initial_state = Tensor::empty(initial.shape(), q_in.dtype());
   const std::vector<int64_t> dv_at = matrix_offsets(grads.dv.shape(), grads.dv.strides());
   dispatch_floating(in.q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
@@ -713,7 +778,9 @@ GatedLinearAttentionGrads gated_linear_attention_backward(const Tensor& q_in, co
                      slice_rows<const T>(in.gate, in.gate_at, gi),
                      slice_rows<const T>(in.x, in.x_at, gi), grads.dq.template data<T>() + qo,
                      grads.dk.template data<T>() + qo, slice_rows<T>(grads.dv, dv_at, gi),
-                     grads.dlog_gate.template data<T>() + gi * s.n * s.gw, scratch, s, chunk_size);
+                     grads.dlog_gate.template data<T>() + gi * s.n * s.gw, scratch, s, chunk_size,
+                     state_slice<const T>(initial, s, gi), state_slice<const T>(grad_final, s, gi),
+                     state_slice<T>(grads.d_initial_state, s, gi));
       }
     });
   });

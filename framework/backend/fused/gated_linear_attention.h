@@ -21,14 +21,22 @@ namespace rota::backend {
 /// forms the pairs inside a sub-block as exp(b_i − b_j) directly; the scalar form weights the
 /// masked score block by its decay matrix. Every exponential taken is of a value ≤ 0, so no gate
 /// strength overflows. q, k: [..., N, F], v: [..., N, D], log_gate: [..., N, F|1] → [..., N, D].
+///
+/// State carry (a long sequence run segment by segment): initial_state S₀ [..., F, D] (leading
+/// dims as q's; undefined = zeros) is the state before row 0, so o_i gains (q_i ⊙ e^(b_i)) S₀;
+/// with final_state set, *final_state = S_N, the state after row N − 1 [..., F, D] (dense), the
+/// next segment's S₀. Chained segments give the whole sequence's outputs.
 Tensor gated_linear_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
-                                      const Tensor& log_gate, int64_t chunk_size = 64);
+                                      const Tensor& log_gate, int64_t chunk_size = 64,
+                                      const Tensor& initial_state = Tensor(),
+                                      Tensor* final_state = nullptr);
 
 struct GatedLinearAttentionGrads {
-  Tensor dq;         // [..., N, F]
-  Tensor dk;         // [..., N, F]
-  Tensor dv;         // [..., N, D], dense in v's memory order
-  Tensor dlog_gate;  // log_gate's shape: [..., N, F] or [..., N, 1]
+  Tensor dq;               // [..., N, F]
+  Tensor dk;               // [..., N, F]
+  Tensor dv;               // [..., N, D], dense in v's memory order
+  Tensor dlog_gate;        // log_gate's shape: [..., N, F] or [..., N, 1]
+  Tensor d_initial_state;  // [..., F, D] (with an initial state only)
 };
 
 /// Backward. A forward sweep rebuilds S for the inter-chunk part of dq; a reverse sweep carries
@@ -36,10 +44,14 @@ struct GatedLinearAttentionGrads {
 /// gradient uses db_i = q_i ⊙ dq_i − k_i ⊙ dk_i (∂L/∂b_i, with dq, dk the gradients of the
 /// ungated q, k and the pair j = i, which cancels, left out) and dg_t = Σ_{i≥t} db_i (summed over
 /// F for a scalar gate), accumulated in f64. Shapes as the forward; grad_out: [..., N, D].
-GatedLinearAttentionGrads gated_linear_attention_backward(const Tensor& q, const Tensor& k,
-                                                          const Tensor& v, const Tensor& log_gate,
-                                                          const Tensor& grad_out,
-                                                          int64_t chunk_size = 64);
+/// State carry: initial_state as in the forward; grad_final_state dL/dS_N [..., F, D]
+/// (undefined = zeros) is the reverse state R of the last chunk (S_N is the state at row N − 1)
+/// and adds Σ_d (dL/dS_N ⊙ S_N) to the last row's db; with an initial state,
+/// d_initial_state = dL/dS₀, the previous segment's grad_final_state.
+GatedLinearAttentionGrads gated_linear_attention_backward(
+    const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& log_gate,
+    const Tensor& grad_out, int64_t chunk_size = 64, const Tensor& initial_state = Tensor(),
+    const Tensor& grad_final_state = Tensor());
 
 /// Reference: the masked N×N form o_i = Σ_{j≤i} Σ_f q_if k_jf exp(b_if − b_jf) v_j with b the
 /// cumulative sum of the gates in f64. O(N²·F). Tests only. Shapes as the forward.

@@ -152,9 +152,11 @@ Tensor LinearAttention::decay_rates(DType dtype) const {
 }
 
 Variable LinearAttention::gated_attention(Variable q, Variable k, const Variable& v,
-                                          const Variable& x) const {
+                                          const Variable& x, Segment* segment) const {
   const Variable log_gate = state_gate_->log_gate(x);
   if (state_gate_->options().rule == UpdateRule::kDelta) {
+    ROTA_CHECK(segment == nullptr,
+               "LinearAttention: the delta rule's kernel does not carry a state between segments");
     q = l2_normalize(q);
     k = l2_normalize(k);
     const Variable per_step = log_gate.defined() ? squeeze(log_gate, -1) : Variable();
@@ -162,6 +164,12 @@ Variable LinearAttention::gated_attention(Variable q, Variable k, const Variable
   }
   const Variable key_scale = state_gate_->key_scale(x);
   if (key_scale.defined()) k = k * key_scale;
+  if (segment) {
+    CausalAttentionWithState carried =
+        gated_linear_attention_with_state(q, k, v, log_gate, segment->state, options_.chunk_size);
+    segment->state = carried.final_state;
+    return carried.output;
+  }
   return gated_linear_attention(q, k, v, log_gate, options_.chunk_size);
 }
 
@@ -183,14 +191,14 @@ Variable LinearAttention::forward(const Variable& x, const Tensor& key_mask, int
 }
 
 bool LinearAttention::carries_state() const {
-  return options_.causal && !state_gate_;
+  return options_.causal && !(state_gate_ && state_gate_->options().rule == UpdateRule::kDelta);
 }
 
 LinearAttention::Segment LinearAttention::forward_segment(const Variable& x, int64_t offset,
                                                           const Variable& state) const {
   ROTA_CHECK(carries_state(),
-             "LinearAttention: segments with a carried state need a causal layer without "
-             "data-dependent gating or the delta rule");
+             "LinearAttention: segments with a carried state need a causal layer without the "
+             "delta rule");
   ROTA_CHECK(offset >= 0, "LinearAttention: segment offset {} must be >= 0", offset);
   Segment segment{Variable(), state};
   segment.output = attend(x, Tensor(), offset, &segment);
@@ -224,13 +232,13 @@ Variable LinearAttention::attend(const Variable& x, const Tensor& key_mask, int6
     v = concat({v, Variable(ones({b, h, n, 1}, x.dtype()))}, -1);
   }
   Variable out;
-  if (segment) {
+  if (state_gate_) {
+    out = gated_attention(q, k, v, x, segment);
+  } else if (segment) {
     CausalAttentionWithState carried =
         causal_linear_attention_with_state(q, k, v, segment->state, options_.chunk_size, decay);
     out = carried.output;
     segment->state = carried.final_state;
-  } else if (state_gate_) {
-    out = gated_attention(q, k, v, x);
   } else {
     out = options_.causal ? causal_linear_attention(q, k, v, options_.chunk_size, decay)
                           : bidirectional_linear_attention(q, k, v, key_mask);

@@ -5,6 +5,7 @@
 #include "framework/autograd/ops/elementwise.h"
 #include "framework/autograd/ops/gated_linear_attention.h"
 #include "framework/autograd/ops/linear_attention.h"
+#include "framework/autograd/ops/shape.h"
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
@@ -33,6 +34,38 @@ TEST(GatedLinearAttentionGrad, PerChannelGatesAllChunkSizes) {
         },
         {q, k, v, g}))
         << "chunk " << chunk;
+  }
+}
+
+// With state carry: gradients for q, k, v, the gates and S₀ through both outputs (o and S_N,
+// flattened into one vector), per-channel and scalar gates.
+TEST(GatedLinearAttentionGrad, WithInitialAndFinalState) {
+  Generator gen(11);
+  for (int64_t width : {int64_t{3}, int64_t{1}}) {
+    const Tensor q = randn({1, 2, 6, 3}, gen, 0, 1, DType::kF64);
+    const Tensor k = randn({1, 2, 6, 3}, gen, 0, 1, DType::kF64);
+    const Tensor v = randn({1, 2, 6, 2}, gen, 0, 1, DType::kF64);
+    const Tensor g = gates(gen, {1, 2, 6, width});
+    const Tensor s0 = randn({1, 2, 3, 2}, gen, 0, 1, DType::kF64);
+    for (int64_t chunk : {1, 4, 64}) {
+      const auto both = [](const CausalAttentionWithState& r) {
+        return concat({flatten(r.output), flatten(r.final_state)}, 0);
+      };
+      EXPECT_TRUE(gradcheck(
+          [&](const std::vector<Variable>& in) {
+            return both(
+                gated_linear_attention_with_state(in[0], in[1], in[2], in[3], in[4], chunk));
+          },
+          {q, k, v, g, s0}))
+          << "width " << width << " chunk " << chunk;
+      EXPECT_TRUE(gradcheck(
+          [&](const std::vector<Variable>& in) {
+            return both(
+                gated_linear_attention_with_state(in[0], in[1], in[2], in[3], Variable(), chunk));
+          },
+          {q, k, v, g}))
+          << "no S0, width " << width << " chunk " << chunk;
+    }
   }
 }
 
