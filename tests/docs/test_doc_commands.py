@@ -695,7 +695,10 @@ def cut_down(text, run):
     else:
         arguments = [f"--set {f}={v}" for f, v in run.cut_down]
     if sub in OTHER_CUT_DOWN:
-        arguments.append(OTHER_CUT_DOWN[sub])
+        # "--flag value" pairs; a flag the command sets itself keeps the command's value.
+        words = OTHER_CUT_DOWN[sub].split()
+        arguments += [f"{flag} {value}" for flag, value in zip(words[::2], words[1::2])
+                      if flag not in text.split()]
     if re.match(r"\S*build/bench/", split_env_prefix(text)[1]):
         arguments.append(BENCHMARK_CUT_DOWN)
     return " ".join(arguments)
