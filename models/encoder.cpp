@@ -108,7 +108,7 @@ Encoder::Segment Encoder::forward_segment(const Tensor& ids, int64_t offset,
                                           const std::vector<Variable>& states) const {
   ROTA_CHECK(supports_segments(),
              "model: running a sequence in segments needs a causal LM whose blocks are all linear "
-             "attention without the delta rule");
+             "attention");
   ROTA_CHECK(ids.dim() == 2, "model: ids {} must be [B, N]", shape_str(ids.shape()));
   ROTA_CHECK(states.empty() || static_cast<int64_t>(states.size()) == num_blocks(),
              "model: {} segment states for {} blocks", states.size(), num_blocks());

@@ -33,8 +33,7 @@ class Encoder : public nn::Module {
   /// block in the backward (same gradients, one more forward pass of the blocks).
   Variable forward(const Tensor& ids, const Tensor& key_mask = Tensor()) const;
   /// True when forward_segment() works: a causal stack of linear-attention blocks that carry
-  /// their state (nn::LinearAttention::carries_state: not the delta rule; no softmax or hybrid
-  /// blocks).
+  /// their state (nn::LinearAttention::carries_state; no softmax or hybrid blocks).
   bool supports_segments() const;
   /// What forward_segment() returns: hidden states [B, N, E] and each block's attention state.
   struct Segment {

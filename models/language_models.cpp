@@ -53,8 +53,8 @@ Variable CausalLm::segmented_loss(const Tensor& ids, const Tensor& targets,
              "model: ids {} and targets {} must both be [B, N]", shape_str(ids.shape()),
              shape_str(targets.shape()));
   ROTA_CHECK(encoder_->supports_segments(),
-             "model: train.segment_length needs a causal LM whose blocks are all linear attention "
-             "without the delta rule");
+             "model: train.segment_length needs a causal LM whose blocks are all linear "
+             "attention (softmax and hybrid stacks have no fixed-size state)");
   int64_t count = 0;  // targets that count (not ignore_index −100)
   for (double t : targets.to_double_vector()) count += t != -100.0 ? 1 : 0;
   // What a segment's node holds on to: the modules (not this model object).

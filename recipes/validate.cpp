@@ -906,9 +906,6 @@ std::string segment_refusal(const Model& model) {
   if (model.has_hybrid()) {
     return "a hybrid stack's softmax blocks have no fixed-size state to carry between segments";
   }
-  if (model.attention().linear().update_rule() == LinearAttention::DELTA) {
-    return "the DELTA rule's kernel cannot carry its state between segments yet";
-  }
   return "";
 }
 

@@ -28,8 +28,8 @@ struct Issue {
 std::vector<Issue> validate_recipe(const Recipe& recipe);
 
 /// Why `model` cannot run a sequence in segments with the attention state carried between them
-/// (train.segment_length), or "" when it can (a CAUSAL_LM whose blocks are all linear attention
-/// without the DELTA rule; the kind is not checked).
+/// (train.segment_length), or "" when it can (a CAUSAL_LM whose blocks are all linear
+/// attention; the kind is not checked).
 std::string segment_refusal(const Model& model);
 
 /// Choices that are valid but probably not what was meant, to print as warnings: a

@@ -81,6 +81,13 @@ std::vector<Variant> variants(DType dtype) {
   learnable.attention.decay.schedule = nn::DecaySchedule::kTransNormer;
   learnable.attention.decay.learnable = true;
   out.push_back({"LRPE-d, learnable", learnable});
+  ModelOptions deltanet = base(dtype);
+  deltanet.position = nn::NoPosition{};
+  deltanet.attention.state_gate.rule = nn::UpdateRule::kDelta;
+  out.push_back({"DeltaNet", deltanet});
+  ModelOptions gated_delta = deltanet;
+  gated_delta.attention.state_gate.gating = nn::StateGating::kSsd;
+  out.push_back({"Gated DeltaNet", gated_delta});
   ModelOptions post = base(dtype);
   post.norm_placement = models::NormPlacement::kPost;
   post.tie_embeddings = false;
@@ -214,18 +221,20 @@ TEST(SegmentedLoss, ModelsWithoutACarriedStateAreRefused) {
   ModelOptions softmax = base(DType::kF64);
   softmax.attention_family = models::AttentionFamily::kSoftmax;
   softmax.position = nn::RopePosition{};
-  ModelOptions delta = base(DType::kF64);
-  delta.position = nn::NoPosition{};
-  delta.attention.state_gate.gating = nn::StateGating::kSsd;
-  delta.attention.state_gate.rule = nn::UpdateRule::kDelta;
-  for (ModelOptions o : {softmax, delta}) {
+  ModelOptions hybrid = base(DType::kF64);
+  models::HybridOptions h;
+  h.blocks = {1};
+  h.attention_family = models::AttentionFamily::kSoftmax;
+  h.position = nn::RopePosition{};
+  hybrid.hybrid = h;
+  for (ModelOptions o : {softmax, hybrid}) {
     o.segment_length = 4;
     Generator init(3);
     models::CausalLm model(o, init, std::make_shared<Generator>(5));
     model.train();
     testing::expect_error([&] { model.loss(ids, ids); },
                           "train.segment_length needs a causal LM whose blocks are all linear "
-                          "attention without the delta rule");
+                          "attention");
   }
 }
 

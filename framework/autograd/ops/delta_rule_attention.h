@@ -1,6 +1,7 @@
 // Differentiable delta-rule attention (DeltaNet, Gated DeltaNet) on the fused chunked kernel.
 #pragma once
 
+#include "framework/autograd/ops/linear_attention.h"
 #include "framework/autograd/variable.h"
 
 namespace rota {
@@ -13,5 +14,15 @@ namespace rota {
 Variable delta_rule_attention(const Variable& q, const Variable& k, const Variable& v,
                               const Variable& beta, const Variable& log_gate,
                               int64_t chunk_size = 64);
+
+/// delta_rule_attention continuing from an earlier segment: initial_state S₀ [..., F, D]
+/// (undefined = zeros) replaces the zero start state, and the outputs are o and the final state
+/// S_N (backend::delta_rule_attention_forward). Gradients reach q, k, v, beta, log_gate and S₀
+/// from both outputs, so segments chained through their states backpropagate as one sequence.
+CausalAttentionWithState delta_rule_attention_with_state(const Variable& q, const Variable& k,
+                                                         const Variable& v, const Variable& beta,
+                                                         const Variable& log_gate,
+                                                         const Variable& initial_state,
+                                                         int64_t chunk_size = 64);
 
 }  // namespace rota

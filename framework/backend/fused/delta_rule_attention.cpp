@@ -10,6 +10,7 @@
 #include "framework/backend/cpu/parallel.h"
 #include "framework/backend/cpu/row_kernels.h"
 #include "framework/backend/cpu/small_gemm.h"
+#include "framework/backend/fused/attention_state.h"
 
 namespace rota::backend {
 
@@ -237,15 +238,20 @@ void advance_state(const Slice<T>& x, const DeltaDims& s, int64_t c0, int64_t le
   block_product(f, d, len, keys, int64_t{1}, f, w.u.data(), d, state, d, true);
 }
 
-// Chunked forward of one slice: o [N, D] (dense). state: [F, D] scratch.
+// Chunked forward of one slice: o [N, D] (dense). state: [F, D] scratch. initial: S₀ [F, D] (the
+// state before row 0) or null (zeros); final_state: where S_N [F, D] goes, or null.
 template <typename T>
 void forward_slice(const Slice<T>& x, const DeltaDims& s, int64_t chunk, T* o, T* state,
-                   DeltaScratch<T>& w) {
+                   DeltaScratch<T>& w, const T* initial, T* final_state) {
   const int64_t f = s.f, d = s.d;
-  std::fill(state, state + f * d, T(0));
+  if (initial) {
+    std::copy(initial, initial + f * d, state);
+  } else {
+    std::fill(state, state + f * d, T(0));
+  }
   for (int64_t c0 = 0; c0 < s.n; c0 += chunk) {
     const int64_t len = std::min(chunk, s.n - c0);
-    const bool first = c0 == 0;
+    const bool first = c0 == 0 && !initial;  // the chunk-start state is zero
     prepare_chunk(x, s, c0, len, state, first, true, static_cast<const T*>(nullptr), w);
     T* oc = o + c0 * d;
     // O_c = diag(γ) Q_c S + P U
@@ -260,6 +266,7 @@ void forward_slice(const Slice<T>& x, const DeltaDims& s, int64_t chunk, T* o, T
     block_product(len, d, len, w.p.data(), len, int64_t{1}, w.u.data(), d, oc, d, !first);
     advance_state(x, s, c0, len, state, w);
   }
+  if (final_state) std::copy(state, state + f * d, final_state);
 }
 
 // Chunked backward of one slice. g = dO [N, D]; dq, dk [N, F], dv [N, D], dbeta [N], dgate [N]
@@ -270,31 +277,41 @@ void forward_slice(const Slice<T>& x, const DeltaDims& s, int64_t chunk, T* o, T
 //   dβ_r = Σ_s dA_rs Γ_rs KK_rs + dY_r·Z_r,  dK += (dKK + dKKᵀ) K with dKK = diag(β) dA ⊙ Γ;
 //   dV = diag(β) dY;  dK −= diag(γ) dV Sᵀ;  dS ← γ_last dS + Qᵀ diag(γ) dO − Kᵀ diag(γ) dV;
 // and the log-gate terms via ∂/∂b of every e^(b_r − b_s) factor, dg_s = Σ_{r≥s} db_r.
+// State carry: initial S₀ [F, D] or null makes the first chunk one like any other (its start
+// state S₀); grad_final dL/dS_N [F, D] or null is the dS after the last chunk; d_initial: where
+// dL/dS₀ (the dS before the first chunk) goes, or null.
 template <typename T>
 void backward_slice(const Slice<T>& x, const DeltaDims& s, int64_t chunk, const T* g, T* dq, T* dk,
-                    T* dv, T* dbeta, T* dgate, T* state, DeltaScratch<T>& w) {
+                    T* dv, T* dbeta, T* dgate, T* state, DeltaScratch<T>& w, const T* initial,
+                    const T* grad_final, T* d_initial) {
   const int64_t f = s.f, d = s.d;
   const int64_t chunks = (s.n + chunk - 1) / chunk;
   const bool gated = x.gate != nullptr;
   // Forward sweep: the chunk-start states, and U of every chunk but the last (the reverse sweep
   // reuses it instead of solving again).
-  std::fill(state, state + f * d, T(0));
+  if (initial) {
+    std::copy(initial, initial + f * d, state);
+  } else {
+    std::fill(state, state + f * d, T(0));
+  }
   for (int64_t ci = 0; ci < chunks; ++ci) {
     const int64_t c0 = ci * chunk;
     const int64_t len = std::min(chunk, s.n - c0);
     std::copy(state, state + f * d, w.states.data() + ci * f * d);
     if (ci + 1 == chunks) break;
-    prepare_chunk(x, s, c0, len, state, ci == 0, false, static_cast<const T*>(nullptr), w);
+    prepare_chunk(x, s, c0, len, state, ci == 0 && !initial, false, static_cast<const T*>(nullptr),
+                  w);
     std::copy(w.u.data(), w.u.data() + len * d, w.us.data() + c0 * d);
     advance_state(x, s, c0, len, state, w);
   }
   // Reverse sweep carrying dS.
   T* ds = w.ds.data();
-  bool has_ds = false;  // dS is non-zero (some later chunk exists)
+  bool has_ds = grad_final != nullptr;  // dS is non-zero (a later chunk or dL/dS_N exists)
+  if (grad_final) std::copy(grad_final, grad_final + f * d, ds);
   for (int64_t ci = chunks - 1; ci >= 0; --ci) {
     const int64_t c0 = ci * chunk;
     const int64_t len = std::min(chunk, s.n - c0);
-    const bool first = ci == 0;
+    const bool first = ci == 0 && !initial;  // the chunk-start state is zero
     const T* s0 = w.states.data() + ci * f * d;
     const T* known_u = ci + 1 < chunks ? w.us.data() + c0 * d : nullptr;
     prepare_chunk(x, s, c0, len, s0, first, true, known_u, w);
@@ -452,6 +469,14 @@ void backward_slice(const Slice<T>& x, const DeltaDims& s, int64_t chunk, const 
       }
     }
   }
+  // dL/dS₀: the dS before the first chunk (dL/dS_N itself when there are no rows).
+  if (d_initial) {
+    if (has_ds) {
+      std::copy(ds, ds + f * d, d_initial);
+    } else {
+      std::fill(d_initial, d_initial + f * d, T(0));
+    }
+  }
 }
 
 // ---- Instruction-set builds ----
@@ -502,12 +527,15 @@ Slice<T> slice_of(const DenseInputs& in, const DeltaDims& s, int64_t g) {
 
 Tensor delta_rule_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                                     const Tensor& beta_in, const Tensor& log_gate,
-                                    int64_t chunk_size) {
+                                    int64_t chunk_size, const Tensor& initial_in,
+                                    Tensor* final_state) {
   const char* op = "delta_rule_attention";
   const DeltaDims s = check_inputs(op, q_in, k_in, v_in, beta_in, log_gate);
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
+  const Tensor initial = dense_attention_state(op, "initial state", initial_in, q_in, v_in);
   const DenseInputs in = dense_inputs(q_in, k_in, v_in, beta_in, log_gate);
   Tensor o = Tensor::empty(v_in.shape(), v_in.dtype());
+  if (final_state) *final_state = Tensor::empty(attention_state_shape(q_in, v_in), q_in.dtype());
   dispatch_floating(in.q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const int64_t c = std::min(chunk_size, std::max<int64_t>(s.n, 1));
@@ -518,7 +546,8 @@ Tensor delta_rule_attention_forward(const Tensor& q_in, const Tensor& k_in, cons
       std::vector<T> state(s.f * s.d);
       for (int64_t g = g0; g < g1; ++g) {
         slice_kernel(slice_of<T>(in, s, g), s, chunk_size, o.data<T>() + g * s.n * s.d,
-                     state.data(), scratch);
+                     state.data(), scratch, attention_state_slice<const T>(initial, s.f, s.d, g),
+                     final_state ? attention_state_slice<T>(*final_state, s.f, s.d, g) : nullptr);
       }
     });
   });
@@ -528,7 +557,8 @@ Tensor delta_rule_attention_forward(const Tensor& q_in, const Tensor& k_in, cons
 DeltaRuleGrads delta_rule_attention_backward(const Tensor& q_in, const Tensor& k_in,
                                              const Tensor& v_in, const Tensor& beta_in,
                                              const Tensor& log_gate, const Tensor& grad_out,
-                                             int64_t chunk_size) {
+                                             int64_t chunk_size, const Tensor& initial_in,
+                                             const Tensor& grad_final_in) {
   const char* op = "delta_rule_attention_backward";
   const DeltaDims s = check_inputs(op, q_in, k_in, v_in, beta_in, log_gate);
   ROTA_CHECK(
@@ -537,12 +567,18 @@ DeltaRuleGrads delta_rule_attention_backward(const Tensor& q_in, const Tensor& k
       grad_out.defined() ? shape_str(grad_out.shape()) : std::string("undefined"),
       shape_str(v_in.shape()));
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
+  const Tensor initial = dense_attention_state(op, "initial state", initial_in, q_in, v_in);
+  const Tensor grad_final =
+      dense_attention_state(op, "final state's gradient", grad_final_in, q_in, v_in);
   const DenseInputs in = dense_inputs(q_in, k_in, v_in, beta_in, log_gate);
   const Tensor g = grad_out.contiguous();
   DeltaRuleGrads grads{
-      Tensor::empty(q_in.shape(), q_in.dtype()), Tensor::empty(k_in.shape(), k_in.dtype()),
-      Tensor::empty(v_in.shape(), v_in.dtype()), Tensor::empty(beta_in.shape(), beta_in.dtype()),
-      log_gate.defined() ? Tensor::empty(log_gate.shape(), log_gate.dtype()) : Tensor()};
+      Tensor::empty(q_in.shape(), q_in.dtype()),
+      Tensor::empty(k_in.shape(), k_in.dtype()),
+      Tensor::empty(v_in.shape(), v_in.dtype()),
+      Tensor::empty(beta_in.shape(), beta_in.dtype()),
+      log_gate.defined() ? Tensor::empty(log_gate.shape(), log_gate.dtype()) : Tensor(),
+      initial.defined() ? Tensor::empty(initial.shape(), q_in.dtype()) : Tensor()};
   dispatch_floating(in.q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const int64_t c = std::min(chunk_size, std::max<int64_t>(s.n, 1));
@@ -558,7 +594,9 @@ DeltaRuleGrads delta_rule_attention_backward(const Tensor& q_in, const Tensor& k
             grads.dk.template data<T>() + gi * s.n * s.f,
             grads.dv.template data<T>() + gi * s.n * s.d, grads.dbeta.template data<T>() + gi * s.n,
             grads.dlog_gate.defined() ? grads.dlog_gate.template data<T>() + gi * s.n : nullptr,
-            state.data(), scratch);
+            state.data(), scratch, attention_state_slice<const T>(initial, s.f, s.d, gi),
+            attention_state_slice<const T>(grad_final, s.f, s.d, gi),
+            attention_state_slice<T>(grads.d_initial_state, s.f, s.d, gi));
       }
     });
   });

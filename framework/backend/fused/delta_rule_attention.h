@@ -21,25 +21,36 @@ namespace rota::backend {
 ///   O = diag(γ) Q S + (Q Kᵀ ⊙ Γ ⊙ tril) U,      S ← γ_C S + (diag(e^(b_C − b)) K)ᵀ U
 /// (U = T V − W S with T = L⁻¹ diag(β), W = T diag(γ) K; L⁻¹ applied by forward substitution).
 /// Work O(N·(C·(F+D) + F·D)) and memory O(C² + C·(F+D) + F·D) per thread. Returns [..., N, D].
+///
+/// State carry (a long sequence run segment by segment): initial_state S₀ [..., F, D] (leading
+/// dims as q's; undefined = zeros) replaces S_0 = 0 above, so the first chunk is one like any
+/// other; with final_state set, *final_state = S_N [..., F, D] (dense), the next segment's S₀.
 Tensor delta_rule_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& beta, const Tensor& log_gate = Tensor(),
-                                    int64_t chunk_size = 64);
+                                    int64_t chunk_size = 64, const Tensor& initial_state = Tensor(),
+                                    Tensor* final_state = nullptr);
 
 struct DeltaRuleGrads {
-  Tensor dq;         // [..., N, F]
-  Tensor dk;         // [..., N, F]
-  Tensor dv;         // [..., N, D]
-  Tensor dbeta;      // [..., N]
-  Tensor dlog_gate;  // [..., N]; undefined when log_gate is
+  Tensor dq;               // [..., N, F]
+  Tensor dk;               // [..., N, F]
+  Tensor dv;               // [..., N, D]
+  Tensor dbeta;            // [..., N]
+  Tensor dlog_gate;        // [..., N]; undefined when log_gate is
+  Tensor d_initial_state;  // [..., F, D] (with an initial state only)
 };
 
 /// Backward of the chunked form (inputs as the forward, grad_out [..., N, D]): a forward sweep
 /// stores the chunk-start states (O((N/C)·F·D) per thread), then a reverse sweep over chunks
 /// carries dS = ∂L/∂S and, inside a chunk, differentiates the UT formulas explicitly; the
 /// triangular solve's backward is the solve with Lᵀ (back substitution).
+/// State carry: initial_state as in the forward; grad_final_state dL/dS_N [..., F, D]
+/// (undefined = zeros) is the dS after the last chunk; with an initial state, d_initial_state =
+/// dL/dS₀ (the dS before the first chunk), the previous segment's grad_final_state.
 DeltaRuleGrads delta_rule_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const Tensor& beta, const Tensor& log_gate,
-                                             const Tensor& grad_out, int64_t chunk_size = 64);
+                                             const Tensor& grad_out, int64_t chunk_size = 64,
+                                             const Tensor& initial_state = Tensor(),
+                                             const Tensor& grad_final_state = Tensor());
 
 /// Token-by-token reference (the recurrence as written; tests only). Returns [..., N, D].
 Tensor delta_rule_attention_recurrent(const Tensor& q, const Tensor& k, const Tensor& v,

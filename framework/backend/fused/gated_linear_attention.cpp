@@ -14,6 +14,7 @@
 #include "framework/backend/cpu/row_kernels.h"
 #include "framework/backend/cpu/small_gemm.h"
 #include "framework/backend/cpu/vector_math.h"
+#include "framework/backend/fused/attention_state.h"
 #include "framework/tensor/strided_loop.h"
 
 namespace rota::backend {
@@ -680,31 +681,6 @@ void backward_group(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<cons
 // The builds may differ in the last bits (FMA contraction); each is deterministic. f64 (the
 // references and gradient checks) runs the portable code.
 // The entry points below pick the build with vecmath::f32_build_or_portable.
-// The shape of a state of q [..., N, F] with values [..., N, D]: [..., F, D].
-Shape state_shape(const Tensor& q, const Tensor& v) {
-  Shape shape = q.shape();
-  shape[shape.size() - 2] = q.size(-1);
-  shape.back() = v.size(-1);
-  return shape;
-}
-
-// An optional state operand (S₀ or dL/dS_N): undefined, or [..., F, D] of q's dtype, made dense.
-Tensor dense_state(const char* op, const char* what, const Tensor& state, const Tensor& q,
-                   const Tensor& v) {
-  if (!state.defined()) return state;
-  ROTA_CHECK(state.shape() == state_shape(q, v) && state.dtype() == q.dtype(),
-             "{}: {} is {} {}, expected {} {} (q {}, v {})", op, what, dtype_name(state.dtype()),
-             shape_str(state.shape()), dtype_name(q.dtype()), shape_str(state_shape(q, v)),
-             shape_str(q.shape()), shape_str(v.shape()));
-  return state.contiguous();
-}
-
-// Group g's [F, D] block of a dense state, or null.
-template <typename T>
-T* state_slice(const Tensor& state, const GlaDims& s, int64_t g) {
-  return state.defined() ? state.data<std::remove_const_t<T>>() + g * s.f * s.d : nullptr;
-}
-
 }  // namespace
 
 Tensor gated_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
@@ -713,9 +689,9 @@ Tensor gated_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, co
   const char* op = "gated_linear_attention";
   const GlaDims s = check_dims(op, q_in, k_in, v_in, gate_in);
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
-  const Tensor initial = dense_state(op, "initial state", initial_in, q_in, v_in);
+  const Tensor initial = dense_attention_state(op, "initial state", initial_in, q_in, v_in);
   const Operands in = operands(q_in, k_in, v_in, gate_in, attention_output(v_in));
-  if (final_state) *final_state = Tensor::empty(state_shape(q_in, v_in), q_in.dtype());
+  if (final_state) *final_state = Tensor::empty(attention_state_shape(q_in, v_in), q_in.dtype());
   dispatch_floating(in.q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     check_gate_values<T>(op, in, s);
@@ -732,8 +708,8 @@ Tensor gated_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, co
         group_kernel(slice_rows<const T>(in.q, in.q_at, g), slice_rows<const T>(in.k, in.k_at, g),
                      slice_rows<const T>(in.v, in.v_at, g),
                      slice_rows<const T>(in.gate, in.gate_at, g), slice_rows<T>(in.x, in.x_at, g),
-                     scratch, s, chunk_size, state_slice<const T>(initial, s, g),
-                     final_state ? state_slice<T>(*final_state, s, g) : nullptr);
+                     scratch, s, chunk_size, attention_state_slice<const T>(initial, s.f, s.d, g),
+                     final_state ? attention_state_slice<T>(*final_state, s.f, s.d, g) : nullptr);
       }
     });
   });
@@ -751,8 +727,9 @@ GatedLinearAttentionGrads gated_linear_attention_backward(const Tensor& q_in, co
              "{}: grad {} ({}) for output {} ({})", op, shape_str(g_in.shape()),
              dtype_name(g_in.dtype()), shape_str(v_in.shape()), dtype_name(v_in.dtype()));
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
-  const Tensor initial = dense_state(op, "initial state", initial_in, q_in, v_in);
-  const Tensor grad_final = dense_state(op, "final state's gradient", grad_final_in, q_in, v_in);
+  const Tensor initial = dense_attention_state(op, "initial state", initial_in, q_in, v_in);
+  const Tensor grad_final =
+      dense_attention_state(op, "final state's gradient", grad_final_in, q_in, v_in);
   const Operands in = operands(q_in, k_in, v_in, gate_in, g_in);
   GatedLinearAttentionGrads grads{
       Tensor::empty(q_in.shape(), q_in.dtype()), Tensor::empty(k_in.shape(), k_in.dtype()),
@@ -779,8 +756,9 @@ GatedLinearAttentionGrads gated_linear_attention_backward(const Tensor& q_in, co
                      slice_rows<const T>(in.x, in.x_at, gi), grads.dq.template data<T>() + qo,
                      grads.dk.template data<T>() + qo, slice_rows<T>(grads.dv, dv_at, gi),
                      grads.dlog_gate.template data<T>() + gi * s.n * s.gw, scratch, s, chunk_size,
-                     state_slice<const T>(initial, s, gi), state_slice<const T>(grad_final, s, gi),
-                     state_slice<T>(grads.d_initial_state, s, gi));
+                     attention_state_slice<const T>(initial, s.f, s.d, gi),
+                     attention_state_slice<const T>(grad_final, s.f, s.d, gi),
+                     attention_state_slice<T>(grads.d_initial_state, s.f, s.d, gi));
       }
     });
   });

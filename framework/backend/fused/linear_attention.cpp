@@ -12,6 +12,7 @@
 #include "framework/backend/cpu/parallel.h"
 #include "framework/backend/cpu/row_kernels.h"
 #include "framework/backend/cpu/small_gemm.h"
+#include "framework/backend/fused/attention_state.h"
 #include "framework/tensor/strided_loop.h"
 
 namespace rota::backend {
@@ -370,31 +371,6 @@ LinearAttentionGrads linear_attention_grads(const Tensor& q, const Tensor& k, co
           empty_in_layout_of(v), Tensor()};
 }
 
-// The shape of a state of the slices of q [..., N, F] with values [..., N, D]: [..., F, D].
-Shape state_shape(const Tensor& q, const Tensor& v) {
-  Shape shape = q.shape();
-  shape[shape.size() - 2] = q.size(-1);
-  shape.back() = v.size(-1);
-  return shape;
-}
-
-// An optional state operand (S₀ or dL/dS_N): undefined, or [..., F, D] of q's dtype, made dense.
-Tensor dense_state(const char* op, const char* what, const Tensor& state, const Tensor& q,
-                   const Tensor& v) {
-  if (!state.defined()) return state;
-  ROTA_CHECK(state.shape() == state_shape(q, v) && state.dtype() == q.dtype(),
-             "{}: {} is {} {}, expected {} {} (q {}, v {})", op, what, dtype_name(state.dtype()),
-             shape_str(state.shape()), dtype_name(q.dtype()), shape_str(state_shape(q, v)),
-             shape_str(q.shape()), shape_str(v.shape()));
-  return state.contiguous();
-}
-
-// Slice g's [F, D] block of a dense state, or null.
-template <typename T>
-T* state_slice(const Tensor& state, const AttentionDims& s, int64_t g) {
-  return state.defined() ? state.data<std::remove_const_t<T>>() + g * s.f * s.d : nullptr;
-}
-
 }  // namespace
 
 Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
@@ -403,14 +379,14 @@ Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, c
   const char* op = "causal_linear_attention";
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
-  const Tensor initial = dense_state(op, "initial state", initial_in, q_in, v_in);
+  const Tensor initial = dense_attention_state(op, "initial state", initial_in, q_in, v_in);
   const auto [q, k, v, o, q_at, k_at, v_at, o_at] =
       slice_operands(q_in, k_in, v_in, attention_output(v_in));
   if (final_state) {
     // N = 0 (no slices run): S_N = S₀.
-    *final_state = s.n == 0
-                       ? (initial.defined() ? initial.clone() : zeros(state_shape(q, v), q.dtype()))
-                       : Tensor::empty(state_shape(q, v), q.dtype());
+    *final_state = s.n == 0 ? (initial.defined() ? initial.clone()
+                                                 : zeros(attention_state_shape(q, v), q.dtype()))
+                            : Tensor::empty(attention_state_shape(q, v), q.dtype());
   }
   dispatch_floating(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
@@ -420,10 +396,11 @@ Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, c
       ChunkScratch<T> scratch(s, chunk_size);
       for (int64_t g = g0; g < g1; ++g) {
         const T* pw = powers.empty() ? nullptr : powers.data() + (g % heads) * (chunk_size + 1);
-        causal_forward_slice(slice_rows<const T>(q, q_at, g), slice_rows<const T>(k, k_at, g),
-                             slice_rows<const T>(v, v_at, g), slice_rows<T>(o, o_at, g), scratch, s,
-                             chunk_size, pw, state_slice<const T>(initial, s, g),
-                             final_state ? state_slice<T>(*final_state, s, g) : nullptr);
+        causal_forward_slice(
+            slice_rows<const T>(q, q_at, g), slice_rows<const T>(k, k_at, g),
+            slice_rows<const T>(v, v_at, g), slice_rows<T>(o, o_at, g), scratch, s, chunk_size, pw,
+            attention_state_slice<const T>(initial, s.f, s.d, g),
+            final_state ? attention_state_slice<T>(*final_state, s.f, s.d, g) : nullptr);
       }
     });
   });
@@ -440,8 +417,9 @@ LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const 
   ROTA_CHECK(g_in.shape() == v_in.shape(), "{}: grad {} for output {}", op, shape_str(g_in.shape()),
              shape_str(v_in.shape()));
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
-  const Tensor initial = dense_state(op, "initial state", initial_in, q_in, v_in);
-  const Tensor grad_final = dense_state(op, "final state's gradient", grad_final_in, q_in, v_in);
+  const Tensor initial = dense_attention_state(op, "initial state", initial_in, q_in, v_in);
+  const Tensor grad_final =
+      dense_attention_state(op, "final state's gradient", grad_final_in, q_in, v_in);
   const auto [q, k, v, g, q_at, k_at, v_at, g_at] = slice_operands(q_in, k_in, v_in, g_in);
   LinearAttentionGrads grads = linear_attention_grads(q, k, v);
   if (initial.defined()) {
@@ -464,9 +442,9 @@ LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const 
                               slice_rows<const T>(v, v_at, gi), slice_rows<const T>(g, g_at, gi),
                               grads.dq.template data<T>() + qo, grads.dk.template data<T>() + qo,
                               slice_rows<T>(grads.dv, dv_at, gi), scratch, s, chunk_size, pw,
-                              state_slice<const T>(initial, s, gi),
-                              state_slice<const T>(grad_final, s, gi),
-                              state_slice<T>(grads.d_initial_state, s, gi));
+                              attention_state_slice<const T>(initial, s.f, s.d, gi),
+                              attention_state_slice<const T>(grad_final, s.f, s.d, gi),
+                              attention_state_slice<T>(grads.d_initial_state, s.f, s.d, gi));
       }
     });
   });

@@ -155,11 +155,15 @@ Variable LinearAttention::gated_attention(Variable q, Variable k, const Variable
                                           const Variable& x, Segment* segment) const {
   const Variable log_gate = state_gate_->log_gate(x);
   if (state_gate_->options().rule == UpdateRule::kDelta) {
-    ROTA_CHECK(segment == nullptr,
-               "LinearAttention: the delta rule's kernel does not carry a state between segments");
     q = l2_normalize(q);
     k = l2_normalize(k);
     const Variable per_step = log_gate.defined() ? squeeze(log_gate, -1) : Variable();
+    if (segment) {
+      CausalAttentionWithState carried = delta_rule_attention_with_state(
+          q, k, v, state_gate_->beta(x), per_step, segment->state, options_.chunk_size);
+      segment->state = carried.final_state;
+      return carried.output;
+    }
     return delta_rule_attention(q, k, v, state_gate_->beta(x), per_step, options_.chunk_size);
   }
   const Variable key_scale = state_gate_->key_scale(x);
@@ -191,14 +195,14 @@ Variable LinearAttention::forward(const Variable& x, const Tensor& key_mask, int
 }
 
 bool LinearAttention::carries_state() const {
-  return options_.causal && !(state_gate_ && state_gate_->options().rule == UpdateRule::kDelta);
+  return options_.causal;
 }
 
 LinearAttention::Segment LinearAttention::forward_segment(const Variable& x, int64_t offset,
                                                           const Variable& state) const {
   ROTA_CHECK(carries_state(),
-             "LinearAttention: segments with a carried state need a causal layer without the "
-             "delta rule");
+             "LinearAttention: segments with a carried state need a causal layer (a "
+             "bidirectional layer's keys come from both sides)");
   ROTA_CHECK(offset >= 0, "LinearAttention: segment offset {} must be >= 0", offset);
   Segment segment{Variable(), state};
   segment.output = attend(x, Tensor(), offset, &segment);

@@ -73,8 +73,7 @@ class LinearAttention : public Module {
   /// offset: position of the first row (for continuing a sequence).
   Variable forward(const Variable& x, const Tensor& key_mask = Tensor(), int64_t offset = 0) const;
 
-  /// Whether forward_segment() works: a causal layer without the delta rule (whose kernel does
-  /// not carry a state yet).
+  /// Whether forward_segment() works: a causal layer (every causal kernel carries its state).
   bool carries_state() const;
   /// One segment of a longer causal sequence: x [B, N, E] at positions offset … offset + N − 1,
   /// continuing from `state` [B, H, F, D'] (what the earlier positions left; undefined at the
@@ -110,7 +109,7 @@ class LinearAttention : public Module {
   Tensor decay_rates(DType dtype) const;
   /// The gated / delta-rule kernels: features q, k [B, H, N, F], values v [B, H, N, D], the
   /// layer input x [B, N, E] → [B, H, N, D].
-  /// With `segment`: from segment->state, leaving the final state there (not the delta rule).
+  /// With `segment`: from segment->state, leaving the final state there.
   Variable gated_attention(Variable q, Variable k, const Variable& v, const Variable& x,
                            Segment* segment) const;
   /// [B, H, N, D] → [B, N, E] → norm → (⊙ gate(x)) → out_proj; x: [B, N, E] the layer input.

@@ -66,6 +66,39 @@ TEST(DeltaRuleAttentionGrad, GatedAllChunkSizes) {
   }
 }
 
+// With state carry: gradients for q, k, v, beta, the gates and S₀ through both outputs (o and
+// S_N, flattened into one vector), DeltaNet and Gated DeltaNet, several chunks.
+TEST(DeltaRuleAttentionGrad, WithInitialAndFinalState) {
+  const std::vector<Tensor> in = inputs(3, 1, 2, 7, 3, 2);
+  Generator gen(4);
+  const Tensor s0 = randn({1, 2, 3, 2}, gen, 0, 1, DType::kF64);
+  const auto both = [](const CausalAttentionWithState& r) {
+    return concat({flatten(r.output), flatten(r.final_state)}, 0);
+  };
+  for (int64_t chunk : {1, 3, 64}) {
+    EXPECT_TRUE(gradcheck(
+        [&](const std::vector<Variable>& x) {
+          return both(delta_rule_attention_with_state(x[0], x[1], x[2], x[3], x[4], x[5], chunk));
+        },
+        {in[0], in[1], in[2], in[3], in[4], s0}))
+        << "gated, chunk " << chunk;
+    EXPECT_TRUE(gradcheck(
+        [&](const std::vector<Variable>& x) {
+          return both(
+              delta_rule_attention_with_state(x[0], x[1], x[2], x[3], Variable(), x[4], chunk));
+        },
+        {in[0], in[1], in[2], in[3], s0}))
+        << "plain, chunk " << chunk;
+    EXPECT_TRUE(gradcheck(
+        [&](const std::vector<Variable>& x) {
+          return both(
+              delta_rule_attention_with_state(x[0], x[1], x[2], x[3], x[4], Variable(), chunk));
+        },
+        {in[0], in[1], in[2], in[3], in[4]}))
+        << "no S0, chunk " << chunk;
+  }
+}
+
 TEST(DeltaRuleAttentionGrad, GatedLongerWithUnnormalisedKeysAndFNotD) {
   // Several chunks with a partial last one, F != D, keys not normalised, strong gates.
   Generator gen(3);
