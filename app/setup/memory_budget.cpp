@@ -63,7 +63,9 @@ std::string format_bytes(double bytes) {
     bytes /= 1024.0;
     ++unit;
   }
-  return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.3g} {}", bytes, units[unit]);
+  // Three significant digits, but whole numbers from 100 up: {:.3g} would print 1010 as 1.01e+03.
+  if (unit == 0 || bytes >= 99.95) return fmt::format("{:.0f} {}", bytes, units[unit]);
+  return fmt::format("{:.3g} {}", bytes, units[unit]);
 }
 
 int64_t parse_memory_size(const std::string& text, const std::string& option) {
