@@ -94,7 +94,25 @@ Tensor CausalLm::token_losses(const Tensor& ids, const Tensor& targets,
   ROTA_CHECK(rows_per_chunk >= 1, "token_losses: rows_per_chunk must be >= 1, got {}",
              rows_per_chunk);
   NoGradGuard no_grad;
-  const Tensor hidden = encoder_->forward(ids).data();  // [B, N, E]
+  const int64_t segment = encoder_->options().segment_length;
+  Tensor hidden;  // [B, N, E]
+  if (segment > 0 && ids.size(1) > segment && encoder_->supports_segments()) {
+    // Segment by segment with the states carried, as the loss does: a window longer than
+    // memory holds one segment's activations (plus the [B, N, E] hidden states kept here).
+    const int64_t n = ids.size(1);
+    hidden = Tensor::empty({ids.size(0), n, encoder_->options().dim},
+                           encoder_->embedding().weight().dtype());
+    std::vector<Variable> states;
+    for (int64_t start = 0; start < n; start += segment) {
+      const int64_t len = std::min(segment, n - start);
+      Encoder::Segment s =
+          encoder_->forward_segment(ids.narrow(1, start, len).contiguous(), start, states);
+      hidden.narrow(1, start, len).copy_from(s.hidden.data());
+      states = std::move(s.states);
+    }
+  } else {
+    hidden = encoder_->forward(ids).data();
+  }
   const int64_t rows = ids.numel();
   const Tensor flat_hidden = hidden.reshape({rows, hidden.size(-1)});
   const Tensor flat_targets = targets.contiguous().reshape({rows});

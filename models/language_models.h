@@ -29,7 +29,8 @@ class CausalLm : public nn::Module {
   Variable segmented_loss(const Tensor& ids, const Tensor& targets, int64_t segment_length) const;
   /// Each position's cross-entropy, without gradients: ids, targets [B, N] → [B, N] in the
   /// model's float dtype (0 where the target is −100). The logits are formed for
-  /// `rows_per_chunk` positions at a time, so memory stays [rows_per_chunk, V] however long N.
+  /// `rows_per_chunk` positions at a time, so memory stays [rows_per_chunk, V] however long N;
+  /// with options.segment_length the trunk runs segment by segment too (states carried).
   Tensor token_losses(const Tensor& ids, const Tensor& targets,
                       int64_t rows_per_chunk = 1024) const;
   /// True for linear attention and for hybrid stacks (softmax blocks keep a key/value cache);

@@ -183,6 +183,26 @@ TEST(SegmentedLoss, EvaluationWithoutGradientsGivesTheSameLoss) {
   EXPECT_NEAR(losses[1], losses[0], 1e-12 * std::abs(losses[0]));
 }
 
+// Per-position losses (rota eval --by-position) run the trunk in segments too: the same values.
+TEST(SegmentedLoss, TokenLossesMatchTheWholeSequence) {
+  Generator gen(13);
+  const Tensor ids = randint({2, 23}, gen, 0, 17);
+  const Tensor targets = randint({2, 23}, gen, 0, 17);
+  for (const Variant& v : variants(DType::kF64)) {
+    SCOPED_TRACE(v.name);
+    std::vector<Tensor> losses;
+    for (int64_t segment : {0, 5}) {
+      ModelOptions o = v.options;
+      o.segment_length = segment;
+      Generator init(3);
+      models::CausalLm model(o, init, std::make_shared<Generator>(5));
+      model.eval();
+      losses.push_back(model.token_losses(ids, targets, 7));
+    }
+    expect_close(losses[1], losses[0], 1e-12, "token losses");
+  }
+}
+
 // Peak tensor bytes of one f32 training pass over one sequence of `n` tokens.
 int64_t peak_training_bytes(int64_t n, int64_t segment_length) {
   ModelOptions o = base(DType::kF32);
