@@ -288,6 +288,11 @@ RUNS = {
         "build/rota bench train recipes/bench/bench_small.txtpb --set train.recompute_blocks=true":
             Run(expect=(r"peak_tensor_mb=\S+ step_bytes_per_token=\d+",
                         r"tokens_per_s=\S+ step_ms=\S+ gflops=\S+ mfu=\S+")),
+        # The 64k run, cut down (32-token windows); then its per-position evaluation.
+        "build/rota train recipes/experiments/long_context_64k.txtpb": Run(
+            files=("runs/long-context-64k/checkpoints/latest",)),
+        "build/rota eval runs/long-context-64k --split test --by-position": Run(
+            expect=(r"positions=1-1 tokens=\d+ loss=\S+", r"split=test loss=\S+ ppl=\S+")),
         # The 1M-token sequence cut to 32,768 tokens: four segments of 8,192.
         "build/rota bench train recipes/bench/bench_small_1m.txtpb --steps 1 --warmup 0 --dtype bf16":
             Run(cut_down=(("data.sequence_length", "32768"),),
