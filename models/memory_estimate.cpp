@@ -67,13 +67,17 @@ double state_gate_parameters(const ModelOptions& o) {
   return count;
 }
 
+/// Attention features per query/key element: 2 for LRPE Type 1 (cos and sin), else 1.
+double feature_factor(const ModelOptions& o) {
+  const auto* lrpe = std::get_if<nn::LrpeOptions>(&o.position);
+  return lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary ? 2.0 : 1.0;
+}
+
 /// Floats one token keeps per layer for the backward pass (or, inference, at most at once).
 double floats_per_token_layer(const ModelOptions& o, int64_t sequence_length, bool training) {
   const double e = static_cast<double>(o.dim);
   const double f = static_cast<double>(o.ffn_dim);
-  const auto* lrpe = std::get_if<nn::LrpeOptions>(&o.position);
-  const double features =
-      lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary ? 2.0 * e : e;
+  const double features = feature_factor(o) * e;
   // A gated FFN (SwiGLU, GeGLU) keeps [gate | up] (2F) where the plain one keeps its
   // pre-activation (F): one F more.
   const double gated = nn::is_gated(o.activation) ? f : 0.0;
@@ -95,6 +99,15 @@ double floats_per_token_layer(const ModelOptions& o, int64_t sequence_length, bo
     per_token += 2.0 * static_cast<double>(o.heads) * static_cast<double>(keys);
   }
   return per_token;
+}
+
+/// Floats of one block's carried attention state per sequence: H × F × D' (D' = D + 1 with the
+/// denominator).
+double state_floats(const ModelOptions& o) {
+  const double d = static_cast<double>(o.dim / std::max<int64_t>(o.heads, 1));
+  const double f = feature_factor(o) * d;
+  const double columns = o.attention.norm == nn::LinearAttentionNorm::kDenominator ? d + 1.0 : d;
+  return static_cast<double>(o.heads) * f * columns;
 }
 
 }  // namespace
@@ -148,20 +161,6 @@ double parameter_count(const ModelOptions& o) {
   }
   return count;
 }
-
-namespace {
-
-/// Floats of one block's carried attention state per sequence: H × F × D' (D' = D + 1 with the
-/// denominator).
-double state_floats(const ModelOptions& o) {
-  const double d = static_cast<double>(o.dim / std::max<int64_t>(o.heads, 1));
-  const auto* lrpe = std::get_if<nn::LrpeOptions>(&o.position);
-  const double f = lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary ? 2.0 * d : d;
-  const double columns = o.attention.norm == nn::LinearAttentionNorm::kDenominator ? d + 1.0 : d;
-  return static_cast<double>(o.heads) * f * columns;
-}
-
-}  // namespace
 
 MemoryEstimate training_memory(const ModelOptions& o, int64_t batch, int64_t sequence_length) {
   MemoryEstimate m;

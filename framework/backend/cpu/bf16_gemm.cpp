@@ -14,6 +14,7 @@
 #endif
 
 #include "framework/base/error.h"
+#include "framework/tensor/dtype.h"
 
 namespace rota::backend::small_gemm {
 
@@ -23,19 +24,12 @@ int64_t round_up(int64_t x, int64_t multiple) {
   return (x + multiple - 1) / multiple * multiple;
 }
 
-// The bits of x rounded to the nearest even bf16, NaN made quiet: float_to_bf16's rule.
-inline uint32_t bf16_bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
-  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+// x rounded to the nearest even bf16 (float_to_bf16), as a float (exact) or as its 16 bits.
+inline float rounded(float x) {
+  return bf16_to_float(float_to_bf16(x));
 }
-
-inline float bf16_value(uint32_t bits) {
-  const uint32_t u = bits << 16;
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
+inline uint32_t bf16_bits(float x) {
+  return float_to_bf16(x).bits;
 }
 
 void check_args(const GemmArgs<float>& g) {
@@ -51,12 +45,11 @@ void emulated_gemm(const GemmArgs<float>& g) {
   b_rounded.resize(static_cast<size_t>(g.k * g.n));  // [K, N]
   for (int64_t i = 0; i < g.m; ++i) {
     for (int64_t p = 0; p < g.k; ++p) {
-      a_rounded[i * g.k + p] = bf16_value(bf16_bits(g.a[i * g.a_row_stride + p * g.a_col_stride]));
+      a_rounded[i * g.k + p] = rounded(g.a[i * g.a_row_stride + p * g.a_col_stride]);
     }
   }
   for (int64_t p = 0; p < g.k; ++p) {
-    for (int64_t j = 0; j < g.n; ++j)
-      b_rounded[p * g.n + j] = bf16_value(bf16_bits(g.b[p * g.ldb + j]));
+    for (int64_t j = 0; j < g.n; ++j) b_rounded[p * g.n + j] = rounded(g.b[p * g.ldb + j]);
   }
   GemmArgs<float> rounded = g;
   rounded.a = a_rounded.data();
