@@ -46,69 +46,132 @@ Variable CausalLm::loss(const Tensor& ids, const Tensor& targets) const {
   return linear_cross_entropy(hidden, encoder_->embedding().weight(), Variable(), targets);
 }
 
-Variable CausalLm::segmented_loss(const Tensor& ids, const Tensor& targets,
-                                  int64_t segment_length) const {
-  ROTA_CHECK(segment_length >= 1, "model: segment length must be >= 1, got {}", segment_length);
-  ROTA_CHECK(ids.dim() == 2 && targets.shape() == ids.shape(),
-             "model: ids {} and targets {} must both be [B, N]", shape_str(ids.shape()),
-             shape_str(targets.shape()));
-  ROTA_CHECK(encoder_->supports_segments(),
-             "model: train.segment_length needs a causal LM whose blocks are all linear "
-             "attention (softmax and hybrid stacks have no fixed-size state)");
+namespace {
+
+int64_t target_count(const Tensor& targets) {
   int64_t count = 0;  // targets that count (not ignore_index −100)
   for (double t : targets.to_double_vector()) count += t != -100.0 ? 1 : 0;
+  return count;
+}
+
+void check_ids_and_targets(const Tensor& ids, const Tensor& targets, const char* what) {
+  ROTA_CHECK(ids.dim() == 2 && targets.shape() == ids.shape(),
+             "{}: ids {} and targets {} must both be [B, N]", what, shape_str(ids.shape()),
+             shape_str(targets.shape()));
+}
+
+}  // namespace
+
+Variable CausalLm::summed_loss_from(const Tensor& ids, const Tensor& targets, int64_t offset,
+                                    int64_t segment_length, std::vector<Variable> states,
+                                    std::vector<Variable>& final_states) const {
+  ROTA_CHECK(encoder_->supports_segments(),
+             "model: train.segment_length and train.carry_state need a causal LM whose blocks "
+             "are all linear attention (softmax and hybrid stacks have no fixed-size state)");
+  states.resize(static_cast<size_t>(encoder_->num_blocks()));  // undefined: zeros
   // What a segment's node holds on to: the modules (not this model object).
   const std::shared_ptr<Encoder> encoder = encoder_;
   const std::shared_ptr<nn::Linear> head = lm_head_;
-  std::vector<Variable> states(static_cast<size_t>(encoder_->num_blocks()));  // undefined: zeros
-  Variable total;
   const int64_t n = ids.size(1);
-  for (int64_t start = 0; start < n; start += segment_length) {
-    const int64_t len = std::min(segment_length, n - start);
-    const Tensor segment_ids = ids.narrow(1, start, len).contiguous();
-    const Tensor segment_targets = targets.narrow(1, start, len).contiguous();
-    // states in → {Σ of the segment's token losses, states out}
-    const auto run = [encoder, head, segment_ids, segment_targets,
-                      start](const std::vector<Variable>& in) {
-      Encoder::Segment s = encoder->forward_segment(segment_ids, start, in);
+  // states in → {Σ of the token losses of [start, start + len), states out}
+  const auto piece = [encoder, head, offset](const Tensor& piece_ids, const Tensor& piece_targets,
+                                             int64_t start) {
+    return [encoder, head, piece_ids, piece_targets,
+            position = offset + start](const std::vector<Variable>& in) {
+      Encoder::Segment s = encoder->forward_segment(piece_ids, position, in);
       const Variable weight = head ? head->weight() : encoder->embedding().weight();
       const Variable bias = head ? head->bias() : Variable();
-      std::vector<Variable> out{linear_cross_entropy(s.hidden, weight, bias, segment_targets, -100,
-                                                     0.0, Reduction::kSum)};
+      std::vector<Variable> out{
+          linear_cross_entropy(s.hidden, weight, bias, piece_targets, -100, 0.0, Reduction::kSum)};
       out.insert(out.end(), s.states.begin(), s.states.end());
       return out;
     };
+  };
+  if (segment_length == 0) {  // one piece: no recomputation
+    const std::vector<Variable> out = piece(ids, targets, 0)(states);
+    final_states.assign(out.begin() + 1, out.end());
+    return out[0];
+  }
+  Variable total;
+  for (int64_t start = 0; start < n; start += segment_length) {
+    const int64_t len = std::min(segment_length, n - start);
     const std::vector<Variable> out =
-        recomputed("segment", run, states, parameters(), dropout_gen_);
+        recomputed("segment",
+                   piece(ids.narrow(1, start, len).contiguous(),
+                         targets.narrow(1, start, len).contiguous(), start),
+                   states, parameters(), dropout_gen_);
     total = total.defined() ? total + out[0] : out[0];
     states.assign(out.begin() + 1, out.end());
   }
-  return total / static_cast<double>(count);
+  final_states = std::move(states);
+  return total;
 }
 
-Tensor CausalLm::token_losses(const Tensor& ids, const Tensor& targets,
-                              int64_t rows_per_chunk) const {
-  ROTA_CHECK(ids.dim() == 2 && targets.shape() == ids.shape(),
-             "token_losses: ids {} and targets {} must both be [B, N]", shape_str(ids.shape()),
-             shape_str(targets.shape()));
+Variable CausalLm::segmented_loss(const Tensor& ids, const Tensor& targets,
+                                  int64_t segment_length) const {
+  ROTA_CHECK(segment_length >= 1, "model: segment length must be >= 1, got {}", segment_length);
+  check_ids_and_targets(ids, targets, "model");
+  std::vector<Variable> final_states;
+  const Variable total = summed_loss_from(ids, targets, 0, segment_length, {}, final_states);
+  return total / static_cast<double>(target_count(targets));
+}
+
+Variable CausalLm::continued_loss(const Tensor& ids, const Tensor& targets,
+                                  CarriedState& carried) const {
+  check_ids_and_targets(ids, targets, "continued_loss");
+  const int64_t n = ids.size(1);
+  const int64_t segment = encoder_->options().segment_length;
+  ROTA_CHECK(carried.states.empty() ||
+                 static_cast<int64_t>(carried.states.size()) == encoder_->num_blocks(),
+             "continued_loss: {} carried states for {} blocks", carried.states.size(),
+             encoder_->num_blocks());
+  std::vector<Variable> states;
+  for (const Tensor& state : carried.states) states.emplace_back(state);
+  std::vector<Variable> final_states;
+  const Variable total =
+      summed_loss_from(ids, targets, carried.position, segment > 0 && segment < n ? segment : 0,
+                       std::move(states), final_states);
+  carried.position += n;
+  carried.states.clear();
+  for (const Variable& state : final_states) carried.states.push_back(state.data());
+  return total / static_cast<double>(target_count(targets));
+}
+
+Tensor CausalLm::token_losses(const Tensor& ids, const Tensor& targets, int64_t rows_per_chunk,
+                              CarriedState* carried) const {
+  check_ids_and_targets(ids, targets, "token_losses");
   ROTA_CHECK(rows_per_chunk >= 1, "token_losses: rows_per_chunk must be >= 1, got {}",
              rows_per_chunk);
   NoGradGuard no_grad;
-  const int64_t segment = encoder_->options().segment_length;
+  const int64_t n = ids.size(1);
+  const int64_t option_segment = encoder_->options().segment_length;
   Tensor hidden;  // [B, N, E]
-  if (segment > 0 && ids.size(1) > segment && encoder_->supports_segments()) {
+  if (carried != nullptr ||
+      (option_segment > 0 && n > option_segment && encoder_->supports_segments())) {
+    ROTA_CHECK(encoder_->supports_segments(),
+               "token_losses: carrying the state needs a causal LM whose blocks are all linear "
+               "attention");
     // Segment by segment with the states carried, as the loss does: a window longer than
     // memory holds one segment's activations (plus the [B, N, E] hidden states kept here).
-    const int64_t n = ids.size(1);
+    const int64_t segment = option_segment > 0 ? option_segment : std::max<int64_t>(n, 1);
     hidden = Tensor::empty({ids.size(0), n, encoder_->options().dim},
                            encoder_->embedding().weight().dtype());
     std::vector<Variable> states;
+    const int64_t offset = carried ? carried->position : 0;
+    if (carried) {
+      for (const Tensor& state : carried->states) states.emplace_back(state);
+    }
     for (int64_t start = 0; start < n; start += segment) {
       const int64_t len = std::min(segment, n - start);
       Encoder::Segment s =
-          encoder_->forward_segment(ids.narrow(1, start, len).contiguous(), start, states);
+          encoder_->forward_segment(ids.narrow(1, start, len).contiguous(), offset + start, states);
       hidden.narrow(1, start, len).copy_from(s.hidden.data());
       states = std::move(s.states);
+    }
+    if (carried) {
+      carried->position += n;
+      carried->states.clear();
+      for (const Variable& state : states) carried->states.push_back(state.data());
     }
   } else {
     hidden = encoder_->forward(ids).data();

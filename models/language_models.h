@@ -12,6 +12,15 @@ namespace rota::models {
 /// the token embedding's weight).
 class CausalLm : public nn::Module {
  public:
+  /// What a stateful run (train.carry_state) carries from one window of a stream to the next:
+  /// the position of the next window's first token and each block's attention state [B, …]
+  /// (Encoder::forward_segment), detached (no graph: gradients stop at the window boundary,
+  /// truncated backpropagation through time). Empty states: the start of a stream.
+  struct CarriedState {
+    int64_t position = 0;
+    std::vector<Tensor> states;
+  };
+
   CausalLm(const ModelOptions& options, Generator& init_gen,
            std::shared_ptr<Generator> dropout_gen);
   /// ids [B, N] → logits [B, N, V].
@@ -27,12 +36,21 @@ class CausalLm : public nn::Module {
   /// the same without dropout; with dropout the masks are drawn segment by segment. Needs
   /// Encoder::supports_segments().
   Variable segmented_loss(const Tensor& ids, const Tensor& targets, int64_t segment_length) const;
+  /// Mean cross-entropy of a window that continues `carried`: positions carried.position …,
+  /// every block starting from its carried state. On return `carried` holds the state after
+  /// the window (detached) and the next position. In segments of options.segment_length when
+  /// that is shorter than the window (as loss()). The forward values are those of the whole
+  /// stream read in one piece; the gradients are truncated at the window's start. Needs
+  /// Encoder::supports_segments().
+  Variable continued_loss(const Tensor& ids, const Tensor& targets, CarriedState& carried) const;
   /// Each position's cross-entropy, without gradients: ids, targets [B, N] → [B, N] in the
   /// model's float dtype (0 where the target is −100). The logits are formed for
   /// `rows_per_chunk` positions at a time, so memory stays [rows_per_chunk, V] however long N;
   /// with options.segment_length the trunk runs segment by segment too (states carried).
-  Tensor token_losses(const Tensor& ids, const Tensor& targets,
-                      int64_t rows_per_chunk = 1024) const;
+  /// With `carried` (not null), the window continues it as in continued_loss and `carried`
+  /// moves past the window.
+  Tensor token_losses(const Tensor& ids, const Tensor& targets, int64_t rows_per_chunk = 1024,
+                      CarriedState* carried = nullptr) const;
   /// True for linear attention and for hybrid stacks (softmax blocks keep a key/value cache);
   /// false for an all-softmax model, whose step() throws (a generator then runs full forward
   /// passes over the growing sequence).
@@ -45,6 +63,13 @@ class CausalLm : public nn::Module {
 
  private:
   Variable project(const Variable& hidden) const;
+  /// The summed token losses of ids, targets [B, N] at positions offset …, the blocks starting
+  /// from `states` (undefined or empty: zeros), in segments of segment_length (each one
+  /// recomputed node) or in one piece when segment_length is 0; `final_states` receives the
+  /// states after the last token.
+  Variable summed_loss_from(const Tensor& ids, const Tensor& targets, int64_t offset,
+                            int64_t segment_length, std::vector<Variable> states,
+                            std::vector<Variable>& final_states) const;
   std::shared_ptr<Encoder> encoder_;
   std::shared_ptr<nn::Linear> lm_head_;
   std::shared_ptr<Generator> dropout_gen_;  // restored when a segment is recomputed

@@ -89,8 +89,15 @@ const std::map<std::string, Rule>& rules() {
                        "the layers' widths)");
        })},
       {"rota.recipes.Data.window_sampling", rule<Data>([](const Recipe& recipe, const Data&) {
+         if (recipe.train().carry_state()) {
+           return Reason("train.carry_state reads the split as contiguous lanes in order");
+         }
          return unless(recipe.model().kind() != Model::CLASSIFIER,
                        "a CLASSIFIER's examples are whole texts, not windows of a stream");
+       })},
+      {"rota.recipes.Data.shuffle", rule<Data>([](const Recipe& recipe, const Data&) {
+         return unless(!recipe.train().carry_state(),
+                       "train.carry_state reads the split as contiguous lanes in order");
        })},
       {"rota.recipes.Data.mlm", rule<Data>([](const Recipe& recipe, const Data&) {
          return unless(recipe.model().kind() == Model::MASKED_LM,
@@ -144,6 +151,10 @@ const std::map<std::string, Rule>& rules() {
          return unless(recipe.model().kind() == Model::CAUSAL_LM,
                        "segments carry the causal attention state forward: CAUSAL_LM only (a "
                        "bidirectional layer's keys come from both sides)");
+       })},
+      {"rota.recipes.Train.carry_state", rule<Train>([](const Recipe& recipe, const Train&) {
+         return unless(recipe.model().kind() == Model::CAUSAL_LM,
+                       "the attention state runs forward through a stream: CAUSAL_LM only");
        })},
       {"rota.recipes.Schedule.min_lr", rule<Schedule>([](const Recipe&, const Schedule& schedule) {
          return unless(schedule.kind() != Schedule::CONSTANT,

@@ -779,6 +779,15 @@ void check_train(Checker& check, const Recipe& recipe) {
                  "already); keep one");
     }
   }
+  if (train.carry_state()) {
+    const std::string reason = segment_refusal(model);
+    if (!reason.empty()) check.fail("train.carry_state", reason);
+    if (train.recompute_blocks()) {
+      check.fail("train.carry_state",
+                 "does not combine with train.recompute_blocks; bound a long window's memory "
+                 "with train.segment_length instead");
+    }
+  }
   if (train.has_best_metric() && train.best_metric() != Train::LOSS &&
       model.kind() != Model::CLASSIFIER) {
     check.fail("train.best_metric", Train::Metric_Name(train.best_metric()) +

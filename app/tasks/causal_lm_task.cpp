@@ -5,15 +5,18 @@
 
 #include <fmt/format.h>
 
+#include "app/tasks/carried_state_file.h"
 #include "app/tasks/lm_evaluation.h"
 #include "data/dataset/batch.h"
+#include "framework/autograd/grad_mode.h"
 #include "framework/distributed/sharded_sums.h"
 #include "framework/io/log.h"
 #include "recipes/recipe_error.h"
 
 namespace rota::app {
 
-CausalLmTask::CausalLmTask(TaskInputs inputs) : Task(std::move(inputs)) {
+CausalLmTask::CausalLmTask(TaskInputs inputs)
+    : Task(std::move(inputs)), carry_state_(recipe().train().carry_state()) {
   Generator init_gen(seeds_.init);
   model_ = std::make_shared<models::CausalLm>(model_options_, init_gen, dropout_gen_);
 }
@@ -27,11 +30,20 @@ int64_t CausalLmTask::prepare_training_data() {
     const int64_t seq_len = recipe().data().sequence_length();
     train_data_.emplace(split_tokens("train"), seq_len, data::WindowMode::kTrain,
                         data::padding_id(tokenizer()));
-    train_data_->set_sampling(training_window_sampling());
+    data::WindowSampling sampling = training_window_sampling();
+    data::LoaderOptions loader_options = training_loader_options();
+    if (carry_state_) {
+      // One lane per sequence of a loader batch (all ranks): batch g is window g of every lane.
+      sampling.lanes = eval_batch_size();
+      loader_options.shuffle = false;
+    }
+    train_data_->set_sampling(sampling);
     ROTA_CHECK(train_data_->size() >= recipe().data().batch_size(),
-               "data: the train split has {} windows of {} tokens, fewer than one batch of {}",
-               train_data_->size(), seq_len, recipe().data().batch_size());
-    loader_.emplace(train_data_->size(), training_loader_options());
+               "data: the train split has {} windows of {} tokens{}, fewer than one batch of {}",
+               train_data_->size(), seq_len,
+               carry_state_ ? fmt::format(" in {} lanes", sampling.lanes) : "",
+               recipe().data().batch_size());
+    loader_.emplace(train_data_->size(), loader_options);
   }
   return train_data_->size();
 }
@@ -40,7 +52,62 @@ train::MicroBatch CausalLmTask::next_micro_batch() {
   prepare_training_data();
   const data::LoaderBatch indices = loader_->next();
   const data::LmBatch batch = train_data_->batch(indices.indices, indices.epoch);
-  return {model_->loss(batch.tokens, batch.targets), batch.target_count};
+  if (!carry_state_) return {model_->loss(batch.tokens, batch.targets), batch.target_count};
+  // This rank's lanes at their window g: the first continues from nothing (a new epoch).
+  const int64_t g = train_data_->lane_step(indices.indices.front());
+  if (g == 0) carried_ = {};
+  ROTA_CHECK(carried_.position == g * train_data_->seq_len(),
+             "train: the carried state is at position {}, but window {} of the lanes starts at {}",
+             carried_.position, g, g * train_data_->seq_len());
+  return {model_->continued_loss(batch.tokens, batch.targets, carried_), batch.target_count};
+}
+
+void CausalLmTask::save_state(io::TrainState& state) const {
+  Task::save_state(state);
+  if (!carry_state_) return;
+  // Collective: every rank's lanes, joined in rank order (lane order).
+  const std::vector<Tensor> states = gather_lane_states(communicator(), carried_.states);
+  carried_file_ = encode_carried_states(states, carried_.position, eval_batch_size());
+}
+
+std::map<std::string, std::string> CausalLmTask::checkpoint_files() const {
+  std::map<std::string, std::string> files = Task::checkpoint_files();
+  if (carry_state_) files[kCarriedStateFile] = carried_file_;
+  return files;
+}
+
+std::vector<Tensor> CausalLmTask::one_lane_states() const {
+  NoGradGuard no_grad;
+  // A training-mode pass draws dropout masks: the stream is put back as it was.
+  const Generator::State dropout_state = dropout_gen_->state();
+  const Tensor ids = zeros({1, 1}, DType::kI64);
+  std::vector<Tensor> states;
+  for (const Variable& state : model_->encoder().forward_segment(ids, 0, {}).states) {
+    states.push_back(state.data());
+  }
+  dropout_gen_->set_state(dropout_state);
+  return states;
+}
+
+void CausalLmTask::restore_checkpoint_files(const std::map<std::string, std::string>& files) {
+  if (!carry_state_) return;
+  prepare_training_data();
+  // The next window of the lanes: where the restored cursor is (0 at an epoch's end).
+  const int64_t lanes = eval_batch_size();
+  const int64_t g = (loader_->cursor().position / lanes) % loader_->batches_per_epoch();
+  const int64_t position = g * train_data_->seq_len();
+  carried_ = {};
+  if (g == 0) return;  // the next window starts the lanes again (a new epoch)
+  const auto file = files.find(kCarriedStateFile);
+  ROTA_CHECK(file != files.end(),
+             "resume: the checkpoint has no {}, but this run carries the attention state "
+             "(train.carry_state) and stopped at window {} of its lanes; it cannot continue "
+             "exactly",
+             kCarriedStateFile, g);
+  const int64_t mine = micro_batch_size();
+  carried_ =
+      decode_carried_states(file->second, kCarriedStateFile, {lanes, position, one_lane_states()},
+                            communicator().rank() * mine, mine);
 }
 
 void CausalLmTask::set_evaluation_stride(int64_t stride) {
@@ -51,6 +118,13 @@ void CausalLmTask::set_evaluation_stride(int64_t stride) {
         "data.sequence_length)",
         stride, length));
   }
+  if (carry_state_ && stride != 0 && stride != length) {
+    throw recipes::RecipeError(fmt::format(
+        "--stride {}: a run with train.carry_state evaluates each split as lanes with the state "
+        "carried from window to window, so every token already sees all of its lane before it; "
+        "sliding windows do not apply",
+        stride));
+  }
   evaluation_stride_ = stride;
 }
 
@@ -60,7 +134,54 @@ data::CausalLmDataset CausalLmTask::eval_dataset(const std::string& split) {
                                evaluation_stride_);
 }
 
+void CausalLmTask::for_each_lane_window(
+    const std::string& split, int64_t max_batches,
+    const std::function<void(const data::LmBatch&, const Tensor&, int64_t)>& score) {
+  const data::LaneWindows lanes(split_tokens(split), recipe().data().sequence_length(),
+                                eval_batch_size(), data::padding_id(tokenizer()));
+  const int64_t batches =
+      max_batches > 0 ? std::min(max_batches, lanes.batches()) : lanes.batches();
+  models::CausalLm::CarriedState carried;
+  for (int64_t g = 0; g < batches; ++g) {
+    const data::LmBatch batch = lanes.batch(g);
+    check_batch_memory(batch.tokens);
+    const int64_t position = carried.position;
+    const Tensor losses =
+        model_->token_losses(batch.tokens, batch.targets, 1024, &carried).to(DType::kF64);
+    // Every lane's window g starts at g·T; a narrower last batch moves the position less, but
+    // no window follows it.
+    carried.position = (g + 1) * lanes.seq_len();
+    score(batch, losses, position);
+  }
+}
+
 train::Metrics CausalLmTask::evaluate_split(const std::string& split, int64_t max_batches) {
+  if (carry_state_) {
+    // The lanes run one after another window by window on rank 0 (each window needs the
+    // state of the one before); every rank gets the totals.
+    distributed::ShardedSums sums(communicator(), 1, 1, 1);
+    if (sums.mine(0)) {
+      double loss_sum = 0;
+      int64_t targets = 0;
+      for_each_lane_window(split, max_batches,
+                           [&](const data::LmBatch& batch, const Tensor& losses, int64_t) {
+                             const Tensor kept = batch.targets.contiguous();
+                             const int64_t* target = kept.data<int64_t>();
+                             const double* loss = losses.data<double>();
+                             for (int64_t i = 0; i < kept.numel(); ++i) {
+                               if (target[i] == data::kIgnoreIndex) continue;
+                               loss_sum += loss[i];
+                               ++targets;
+                             }
+                           });
+      sums.set(0, std::vector<double>{loss_sum}, std::vector<int64_t>{targets});
+    }
+    const distributed::ShardedSums::Totals totals = sums.totals();
+    ROTA_CHECK(totals.ints[0] > 0, "eval: the {} split has no targets", split);
+    const double loss = totals.doubles[0] / static_cast<double>(totals.ints[0]);
+    return {
+        {"loss", loss}, {"ppl", std::exp(loss)}, {"tokens", static_cast<double>(totals.ints[0])}};
+  }
   const data::CausalLmDataset dataset = eval_dataset(split);
   data::BatchLoader loader(dataset.size(), evaluation_loader_options());
   const LmLossTotals totals = lm_loss_totals(
@@ -78,6 +199,41 @@ train::Metrics CausalLmTask::evaluate_split(const std::string& split, int64_t ma
 
 std::vector<PositionBucket> CausalLmTask::evaluate_by_position(const std::string& split,
                                                                int64_t max_batches) {
+  if (carry_state_) {
+    // Positions within each lane (the context the carried state has seen), on rank 0.
+    const data::LaneWindows layout(split_tokens(split), recipe().data().sequence_length(),
+                                   eval_batch_size(), data::padding_id(tokenizer()));
+    std::vector<PositionBucket> buckets =
+        position_buckets(std::max<int64_t>(layout.lane_length(), 1));
+    const auto count = static_cast<int64_t>(buckets.size());
+    distributed::ShardedSums sums(communicator(), 1, count, count);
+    if (sums.mine(0)) {
+      std::vector<double> loss_sums(count, 0.0);
+      std::vector<int64_t> tokens(count, 0);
+      for_each_lane_window(split, max_batches,
+                           [&](const data::LmBatch& batch, const Tensor& losses, int64_t position) {
+                             const Tensor kept = batch.targets.contiguous();
+                             const int64_t* target = kept.data<int64_t>();
+                             const double* loss = losses.data<double>();
+                             const int64_t rows = kept.size(0), width = kept.size(1);
+                             for (int64_t r = 0; r < rows; ++r) {
+                               for (int64_t t = 0; t < width; ++t) {
+                                 if (target[r * width + t] == data::kIgnoreIndex) continue;
+                                 const int64_t k = bucket_of(position + t + 1);
+                                 loss_sums[k] += loss[r * width + t];
+                                 ++tokens[k];
+                               }
+                             }
+                           });
+      sums.set(0, loss_sums, tokens);
+    }
+    const distributed::ShardedSums::Totals totals = sums.totals();
+    for (int64_t k = 0; k < count; ++k) {
+      buckets[k].loss_sum = totals.doubles[k];
+      buckets[k].tokens = totals.ints[k];
+    }
+    return buckets;
+  }
   const data::CausalLmDataset dataset = eval_dataset(split);
   data::BatchLoader loader(dataset.size(), evaluation_loader_options());
   std::vector<PositionBucket> buckets = position_buckets(dataset.seq_len());
@@ -118,6 +274,11 @@ std::vector<PositionBucket> CausalLmTask::evaluate_by_position(const std::string
 
 std::vector<EvalBatch> CausalLmTask::evaluation_batches(const std::string& split,
                                                         int64_t max_batches) {
+  if (carry_state_) {
+    throw recipes::RecipeError(
+        "evaluation batches: a run with train.carry_state evaluates each split as lanes with "
+        "the state carried from batch to batch, which separate batches cannot reproduce");
+  }
   const data::CausalLmDataset dataset = eval_dataset(split);
   data::BatchLoader loader(dataset.size(), evaluation_loader_options());
   std::vector<EvalBatch> batches;

@@ -28,6 +28,14 @@ struct WindowSampling {
   /// continues with the same windows.
   bool random_offsets = false;
   uint64_t seed = 0;
+  /// > 0: contiguous lanes for stateful training (not with random_offsets). The usable stream
+  /// U = N − lookahead is read as `lanes` contiguous lanes of L = (U − (C − 1)) / lanes tokens,
+  /// each cut into n = L / C consecutive windows; window w is window g = w / lanes of lane
+  /// k = w % lanes and starts at o_e + k·L + g·C, where o_e is 0 in epoch 0 and drawn from
+  /// [0, C) with Generator(mix_seed(seed, epoch)) after (so window boundaries move between
+  /// epochs). Read in index order, batch g of `lanes` windows holds window g of every lane:
+  /// lane k's window g + 1 continues its window g exactly where it ended.
+  int64_t lanes = 0;
 };
 
 /// What both LM datasets are built on: a token stream cut into windows of C stream tokens, one
@@ -45,6 +53,9 @@ class TokenWindows {
   const WindowSampling& sampling() const { return sampling_; }
   /// The first stream token of window w in `epoch`.
   int64_t window_start(int64_t w, int64_t epoch) const { return window_at(w, epoch).start; }
+  /// With lanes (WindowSampling::lanes): the window's index within its lane, w / lanes (its
+  /// first position in the lane is that times seq_len); 0 without lanes.
+  int64_t lane_step(int64_t w) const { return sampling_.lanes > 0 ? w / sampling_.lanes : 0; }
 
  protected:
   /// `what` names the dataset in errors; the stream must be set (checked here, first).
@@ -109,7 +120,8 @@ class TokenWindows {
   int64_t content_len_ = 0;
   int64_t usable_ = 0;  // N - lookahead: the tokens windows cover
   int64_t windows_ = 0;
-  int64_t stride_ = 0;  // the start of window w is w · stride_
+  int64_t stride_ = 0;       // the start of window w is w · stride_
+  int64_t lane_length_ = 0;  // L, with lanes
   WindowMode mode_ = WindowMode::kTrain;
   WindowSampling sampling_;
 };
@@ -136,6 +148,37 @@ class CausalLmDataset : public TokenWindows {
 
  private:
   WindowMode mode_;
+};
+
+/// A whole evaluation stream read as contiguous lanes, window by window, for a model that
+/// carries its attention state from one window to the next (stateful evaluation). The U = N − 1
+/// inputs are cut into `lanes` lanes of L = ceil(U / lanes) tokens (the last one shorter, and
+/// fewer lanes when U < lanes); batch g holds window g of every lane, inputs
+/// stream[k·L + g·T, …) and their next tokens as targets, T = seq_len. A lane that has ended
+/// leaves a row of padding (every target kIgnoreIndex), as does the rest of a partial last
+/// window. Every target is scored exactly once, and each window continues the lane's previous
+/// one, so a model carrying its state sees each lane as one sequence.
+class LaneWindows {
+ public:
+  LaneWindows(TokenStream tokens, int64_t seq_len, int64_t lanes, int64_t pad_id);
+  /// Batches: windows of the longest lane, ceil(L / T).
+  int64_t batches() const { return batches_; }
+  /// Lanes that hold tokens (rows of every batch).
+  int64_t lanes() const { return lanes_; }
+  int64_t lane_length() const { return lane_length_; }
+  int64_t seq_len() const { return seq_len_; }
+  /// Batch g: tokens, targets, mask [lanes, W], W = T except when every lane's window is
+  /// shorter (a short stream); targets count in target_count.
+  LmBatch batch(int64_t g) const;
+
+ private:
+  TokenStream tokens_;
+  int64_t seq_len_;
+  int64_t pad_id_;
+  int64_t usable_ = 0;  // U = N − 1
+  int64_t lanes_ = 0;
+  int64_t lane_length_ = 0;
+  int64_t batches_ = 0;
 };
 
 }  // namespace rota::data

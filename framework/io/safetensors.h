@@ -42,6 +42,10 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
                       const SafetensorsMetadata& metadata = {});
 void save_safetensors(const std::filesystem::path& path, const StateDict& tensors,
                       const SafetensorsMetadata& metadata = {});
+/// The bytes save_safetensors would write (for a file kept in memory, e.g. a checkpoint's extra
+/// file); parse_safetensors reads them back.
+std::string encode_safetensors(const NamedTensors& tensors,
+                               const SafetensorsMetadata& metadata = {});
 
 /// A loaded file: tensors in data order (the order they were written) and the metadata.
 struct SafetensorsContent {

@@ -33,37 +33,39 @@ const char* safetensors_dtype_name(DType dtype) {
 
 namespace {
 
-void check_inputs(const std::filesystem::path& path, const NamedTensors& tensors,
+void check_inputs(const std::string& where, const NamedTensors& tensors,
                   const SafetensorsMetadata& metadata) {
   std::set<std::string_view> seen;
   for (const auto& [name, tensor] : tensors) {
-    ROTA_CHECK(!name.empty(), "save_safetensors {}: empty tensor name", path.string());
-    ROTA_CHECK(name != "__metadata__", "save_safetensors {}: '__metadata__' is reserved",
-               path.string());
-    ROTA_CHECK(seen.insert(name).second, "save_safetensors {}: duplicate tensor name '{}'",
-               path.string(), name);
-    ROTA_CHECK(tensor.defined(), "save_safetensors {}: tensor '{}' is undefined", path.string(),
+    ROTA_CHECK(!name.empty(), "save_safetensors {}: empty tensor name", where);
+    ROTA_CHECK(name != "__metadata__", "save_safetensors {}: '__metadata__' is reserved", where);
+    ROTA_CHECK(seen.insert(name).second, "save_safetensors {}: duplicate tensor name '{}'", where,
                name);
+    ROTA_CHECK(tensor.defined(), "save_safetensors {}: tensor '{}' is undefined", where, name);
   }
   for (const char* key : {kMetadataFormat, kMetadataFormatVersion, kMetadataDataCrc}) {
     ROTA_CHECK(metadata.count(key) == 0,
-               "save_safetensors {}: metadata key '{}' is reserved for Rota", path.string(), key);
+               "save_safetensors {}: metadata key '{}' is reserved for Rota", where, key);
   }
 }
 
-}  // namespace
+/// The parts of a file: the 8-byte header size and header text, then the tensors' bytes.
+struct FileParts {
+  uint64_t header_size = 0;  // little-endian as stored (asserted above)
+  std::string header_text;
+  std::vector<Tensor> contiguous;  // the tensors in order, contiguous
+};
 
-void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
-                      const SafetensorsMetadata& metadata) {
-  check_inputs(path, tensors, metadata);
-
+FileParts file_parts(const std::string& where, const NamedTensors& tensors,
+                     const SafetensorsMetadata& metadata) {
+  check_inputs(where, tensors, metadata);
+  FileParts parts;
   // Contiguous copies only of the tensors that need one; the rest are written in place.
-  std::vector<Tensor> contiguous;
-  contiguous.reserve(tensors.size());
+  parts.contiguous.reserve(tensors.size());
   uint32_t data_crc = 0;
   for (const auto& entry : tensors) {
-    contiguous.push_back(entry.second.contiguous());
-    const Tensor& t = contiguous.back();
+    parts.contiguous.push_back(entry.second.contiguous());
+    const Tensor& t = parts.contiguous.back();
     if (t.nbytes() > 0) data_crc = crc32c(t.raw_data(), t.nbytes(), data_crc);
   }
 
@@ -76,26 +78,43 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
   header["__metadata__"] = std::move(meta);
   uint64_t offset = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor& t = contiguous[i];
+    const Tensor& t = parts.contiguous[i];
     const uint64_t end = offset + t.nbytes();
     header[tensors[i].first] = {{"dtype", safetensors_dtype_name(t.dtype())},
                                 {"shape", t.shape()},
                                 {"data_offsets", {offset, end}}};
     offset = end;
   }
-  std::string header_text = header.dump();
+  parts.header_text = header.dump();
   // Padding the header to a multiple of 8 puts the data section on an 8-byte boundary, so a
   // memory-mapped reader can view every tensor in place.
-  header_text.append((8 - header_text.size() % 8) % 8, ' ');
+  parts.header_text.append((8 - parts.header_text.size() % 8) % 8, ' ');
+  parts.header_size = parts.header_text.size();
+  return parts;
+}
 
-  const uint64_t header_size = header_text.size();  // little-endian as stored (asserted above)
+}  // namespace
+
+void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
+                      const SafetensorsMetadata& metadata) {
+  const FileParts parts = file_parts(path.string(), tensors, metadata);
   AtomicFileWriter writer(path);
-  writer.write(&header_size, sizeof(header_size));
-  writer.write(header_text);
-  for (const Tensor& t : contiguous) {
+  writer.write(&parts.header_size, sizeof(parts.header_size));
+  writer.write(parts.header_text);
+  for (const Tensor& t : parts.contiguous) {
     if (t.nbytes() > 0) writer.write(t.raw_data(), t.nbytes());
   }
   writer.commit();
+}
+
+std::string encode_safetensors(const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
+  const FileParts parts = file_parts("(in memory)", tensors, metadata);
+  std::string bytes(reinterpret_cast<const char*>(&parts.header_size), sizeof(parts.header_size));
+  bytes += parts.header_text;
+  for (const Tensor& t : parts.contiguous) {
+    bytes.append(static_cast<const char*>(t.raw_data()), t.nbytes());
+  }
+  return bytes;
 }
 
 void save_safetensors(const std::filesystem::path& path, const StateDict& tensors,

@@ -101,6 +101,7 @@ void Trainer::resume(const fs::path& checkpoint_dir) {
   task_.model().load_state_dict(checkpoint.model, /*strict=*/true);
   optimizer_.load_state(checkpoint.optimizer);
   task_.restore_state(checkpoint.state);
+  task_.restore_checkpoint_files(checkpoint.extra_files);
   runner_.set_steps_done(checkpoint.state.step());
   state_ = checkpoint.state;
   state_.clear_files();

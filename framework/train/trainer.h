@@ -43,8 +43,15 @@ class TrainingTask {
   virtual void save_state(io::TrainState& state) const = 0;
   /// Restores what save_state wrote.
   virtual void restore_state(const io::TrainState& state) = 0;
-  /// Files kept with every checkpoint, name -> bytes (e.g. the tokenizer).
+  /// Files kept with every checkpoint, name -> bytes (e.g. the tokenizer). Called on rank 0
+  /// after save_state.
   virtual std::map<std::string, std::string> checkpoint_files() const { return {}; }
+  /// Reads back what it needs of the files a checkpoint kept (checkpoint_files()), after
+  /// restore_state; refuses (rota::Error, saying why) files that do not fit the run. Default:
+  /// nothing to read.
+  virtual void restore_checkpoint_files(const std::map<std::string, std::string>& files) {
+    (void)files;
+  }
 };
 
 /// What a step observer sees after each optimizer step (TrainerOptions::on_step).

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,7 @@
 #include "framework/base/file_io.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
+#include "framework/io/safetensors.h"
 #include "recipes/recipe_error.h"
 #include "tests/framework/io/io_test_util.h"
 #include "tests/support/run_metrics.h"
@@ -222,6 +224,56 @@ TEST(TrainCommand, SegmentedSequencesTrainTheSameModel) {
     }
   }
   expect_resume_bit_exact("tiny_causal_lm", {"train.segment_length=12"});
+}
+
+// train.carry_state: a resumed run continues the lanes with the states its checkpoint kept, bit
+// for bit, with dropout and accumulation (consecutive micro-batches are consecutive windows) and
+// with segments inside the windows.
+TEST(TrainCommand, CarryingTheStateResumesBitExact) {
+  expect_resume_bit_exact("tiny_causal_lm", {"train.carry_state=true", "model.dropout=0.1",
+                                             "train.gradient_accumulation=2"});
+  expect_resume_bit_exact("tiny_causal_lm", {"train.carry_state=true", "train.segment_length=12"});
+}
+
+// A training split small enough for an epoch of 15 steps (4 lanes of 492 tokens, 15 windows of
+// 32 each): stopping at the epoch's end and inside the next epoch both resume bit for bit, the
+// checkpoint's carried states are those of the lanes at the cursor (position 7·32 after step
+// 7, and 0 where an epoch starts again), and carrying the state changes the run.
+TEST(TrainCommand, CarriedStatesCrossEpochsAndResumeAnywhere) {
+  TempDir tmp;
+  std::string text;
+  for (int i = 0; text.size() < 2000; ++i) text += fmt::format("line {} of a small corpus\n", i);
+  write_file_atomically(tmp / "train.txt", text.substr(0, 2000));
+  write_file_atomically(tmp / "valid.txt", text.substr(0, 500));
+  const std::vector<std::string> files = {"data.files.train=" + (tmp / "train.txt").string(),
+                                          "data.files.valid=" + (tmp / "valid.txt").string(),
+                                          "train.checkpoint_every=1", "train.keep_checkpoints=30",
+                                          "train.carry_state=true"};
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "straight", files), kExitOk);
+  for (int64_t stop : {15, 17}) {
+    const fs::path run = tmp / fmt::format("stop{}", stop);
+    ASSERT_EQ(train("tiny_causal_lm", run, files, false, stop), kExitOk);
+    ASSERT_EQ(train("tiny_causal_lm", run, files, true), kExitOk);
+    EXPECT_TRUE(read_bytes(latest(run) / io::kModelFile) ==
+                read_bytes(latest(tmp / "straight") / io::kModelFile))
+        << "stopped at " << stop;
+  }
+  std::vector<std::string> plain = files;
+  plain.back() = "train.carry_state=false";
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "plain", plain), kExitOk);
+  ::testing::internal::GetCapturedStdout();
+  EXPECT_FALSE(read_bytes(latest(tmp / "plain") / io::kModelFile) ==
+               read_bytes(latest(tmp / "straight") / io::kModelFile));
+  const auto position_at = [&](int step) {
+    const io::Checkpoint c =
+        io::load_checkpoint(tmp / "straight" / "checkpoints" / fmt::format("step_{:06d}", step));
+    return io::parse_safetensors(c.extra_files.at("carried_state.safetensors"), "carried")
+        .metadata.at("position");
+  };
+  EXPECT_EQ(position_at(7), "224");
+  EXPECT_EQ(position_at(15), "480");  // the lanes' end; the next step starts them again
+  EXPECT_EQ(position_at(16), "32");
 }
 
 TEST(TrainCommand, ResumeIsBitExactForAClassifierWithAccumulation) {

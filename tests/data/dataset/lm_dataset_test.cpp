@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <numeric>
+#include <tuple>
 
 #include "data/corpus/corpus.h"
 #include "data/dataset/lm_dataset.h"
@@ -102,6 +103,107 @@ TEST(CausalLmDataset, RandomOffsetWindowsAreFullDeterministicAndUniform) {
 TEST(CausalLmDataset, RandomOffsetsAreRefusedForEvaluationWindows) {
   CausalLmDataset dataset(positional_stream(50), 5, WindowMode::kEval, -7);
   EXPECT_THROW(dataset.set_sampling({true, 1}), Error);
+}
+
+// Lanes (stateful training): lane k's windows are consecutive (window g + 1 starts where g
+// ends), the lanes do not overlap, every window is full and inside the usable stream, the
+// windows of one epoch are lanes × (L / T) with L = (U − (T − 1)) / lanes, batch g read in index
+// order is window g of every lane, and an epoch after the first moves all windows by one origin
+// in [0, T) drawn from the seed.
+TEST(CausalLmDataset, LaneWindowsAreContiguousPerLaneAndDisjoint) {
+  const int64_t N = 503, T = 7, lanes = 4;
+  CausalLmDataset dataset(positional_stream(N), T, WindowMode::kTrain, /*pad_id=*/-7);
+  dataset.set_sampling({/*random_offsets=*/false, /*seed=*/9, /*lanes=*/lanes});
+  const int64_t usable = N - 1, lane_length = (usable - (T - 1)) / lanes;  // 124
+  const int64_t per_lane = lane_length / T;                                // 17
+  ASSERT_EQ(dataset.size(), lanes * per_lane);
+  std::vector<int64_t> origins;
+  for (int64_t epoch : {0, 1, 2, 3}) {
+    std::vector<int> covered(usable, 0);
+    const int64_t origin = dataset.window_start(0, epoch);
+    origins.push_back(origin);
+    EXPECT_GE(origin, 0);
+    EXPECT_LT(origin, T);
+    for (int64_t w = 0; w < dataset.size(); ++w) {
+      const int64_t lane = w % lanes, g = w / lanes;
+      EXPECT_EQ(dataset.lane_step(w), g);
+      const int64_t start = dataset.window_start(w, epoch);
+      EXPECT_EQ(start, origin + lane * lane_length + g * T) << "window " << w;
+      if (g > 0) EXPECT_EQ(start, dataset.window_start(w - lanes, epoch) + T);
+      ASSERT_LE(start + T, usable);
+      for (int64_t t = start; t < start + T; ++t) ++covered[t];
+      const std::vector<int64_t> one = {w};
+      const LmBatch batch = dataset.batch(one, epoch);
+      EXPECT_EQ(batch.tokens.at({0, 0}), 1000 + start);
+      EXPECT_EQ(batch.targets.at({0, T - 1}), 1000 + start + T);
+    }
+    EXPECT_EQ(*std::max_element(covered.begin(), covered.end()), 1) << "lanes overlap";
+  }
+  EXPECT_EQ(origins[0], 0);
+  // The origin of later epochs comes from the seed: not all equal, the same for the same seed.
+  EXPECT_FALSE(origins[1] == origins[2] && origins[2] == origins[3]);
+  CausalLmDataset again(positional_stream(N), T, WindowMode::kTrain, -7);
+  again.set_sampling({false, 9, lanes});
+  EXPECT_EQ(again.window_start(5, 3), dataset.window_start(5, 3));
+  // Read in order by a loader of `lanes` per batch, batch g is window g of lanes 0 … lanes − 1.
+  BatchLoader loader(dataset.size(), {/*batch_size=*/lanes, /*shuffle=*/false});
+  for (int64_t g = 0; g < per_lane; ++g) {
+    const LoaderBatch batch = loader.next();
+    for (int64_t k = 0; k < lanes; ++k) {
+      EXPECT_EQ(dataset.window_start(batch.indices[k], 0), k * lane_length + g * T);
+    }
+  }
+}
+
+TEST(CausalLmDataset, LanesAreRefusedWithRandomOffsetsOrEvaluationWindows) {
+  CausalLmDataset training(positional_stream(50), 5, WindowMode::kTrain, -7);
+  EXPECT_THROW(training.set_sampling({true, 1, 2}), Error);
+  CausalLmDataset evaluation(positional_stream(50), 5, WindowMode::kEval, -7);
+  EXPECT_THROW(evaluation.set_sampling({false, 1, 2}), Error);
+  // More lanes than the stream has windows for: no windows (the task refuses it by name).
+  training.set_sampling({false, 1, 20});
+  EXPECT_EQ(training.size(), 0);
+}
+
+// Stateful evaluation lanes: every target after the first token is scored exactly once, lane
+// k's batch g continues its batch g − 1, rows of lanes that have ended are padding, and a
+// stream shorter than the lanes uses fewer lanes.
+TEST(LaneWindows, ScoreEveryTargetOnceInContiguousLanes) {
+  for (const auto& [N, T, lanes] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {101, 8, 4}, {100, 8, 3}, {10, 4, 16}, {2, 5, 3}, {65, 8, 2}}) {
+    const LaneWindows windows(positional_stream(N), T, lanes, /*pad_id=*/-7);
+    const int64_t usable = N - 1;
+    const int64_t lane_length = (usable + lanes - 1) / lanes;
+    EXPECT_EQ(windows.lane_length(), lane_length);
+    EXPECT_EQ(windows.lanes(), (usable + lane_length - 1) / lane_length);
+    EXPECT_EQ(windows.batches(), (lane_length + T - 1) / T);
+    std::vector<int> scored(N, 0);
+    int64_t targets = 0;
+    for (int64_t g = 0; g < windows.batches(); ++g) {
+      const LmBatch batch = windows.batch(g);
+      ASSERT_EQ(batch.tokens.size(0), windows.lanes());
+      targets += batch.target_count;
+      for (int64_t k = 0; k < windows.lanes(); ++k) {
+        for (int64_t t = 0; t < batch.tokens.size(1); ++t) {
+          const auto target = static_cast<int64_t>(batch.targets.at({k, t}));
+          if (target == kIgnoreIndex) {
+            EXPECT_EQ(batch.tokens.at({k, t}), -7);
+            EXPECT_EQ(batch.mask.at({k, t}), 0.0);
+            continue;
+          }
+          const int64_t position = k * lane_length + g * T + t;  // where lane k's window g is
+          EXPECT_EQ(batch.tokens.at({k, t}), 1000 + position);
+          EXPECT_EQ(target, 1000 + position + 1);
+          EXPECT_EQ(batch.mask.at({k, t}), 1.0);
+          ++scored[position + 1];
+        }
+      }
+    }
+    EXPECT_EQ(targets, usable) << N << " " << T << " " << lanes;
+    EXPECT_EQ(scored[0], 0);
+    for (int64_t i = 1; i < N; ++i) EXPECT_EQ(scored[i], 1) << "token " << i;
+    EXPECT_THROW(windows.batch(windows.batches()), Error);
+  }
 }
 
 // Sliding evaluation windows: every target of the stream is scored exactly once; past the first

@@ -99,6 +99,29 @@ TEST(Safetensors, RoundTripsEveryDtypeBitExactly) {
   EXPECT_EQ(temporary_files(dir.path()), std::vector<std::string>{});
 }
 
+// In memory: the bytes the file would hold, read back by parse_safetensors; the same checks of
+// names and reserved metadata keys.
+TEST(Safetensors, EncodedBytesAreTheFilesBytes) {
+  TempDir dir;
+  const NamedTensors tensors = sample_tensors();
+  save_safetensors(dir / "t.safetensors", tensors, {{"k", "v"}});
+  const std::string bytes = encode_safetensors(tensors, {{"k", "v"}});
+  EXPECT_TRUE(bytes == read_bytes(dir / "t.safetensors"));
+  const SafetensorsContent parsed = parse_safetensors(bytes, "in memory");
+  ASSERT_EQ(parsed.tensors.size(), tensors.size());
+  EXPECT_EQ(parsed.metadata.at("k"), "v");
+  rota::testing::expect_error(
+      [&] {
+        encode_safetensors(tensors, {{"format", "x"}});
+      },
+      "reserved for Rota");
+  rota::testing::expect_error(
+      [&] {
+        encode_safetensors({{"a", tensors[0].second}, {"a", tensors[0].second}});
+      },
+      "duplicate tensor name 'a'");
+}
+
 TEST(Safetensors, StateDictOverloadAndNoTensors) {
   TempDir dir;
   StateDict state;

@@ -20,6 +20,7 @@
 #include "framework/base/directory_lock.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
+#include "framework/io/safetensors.h"
 #include "tests/framework/distributed/launch/child_process.h"
 #include "tests/support/run_metrics.h"
 #include "tests/support/temp_dir.h"
@@ -259,6 +260,46 @@ TEST(MpirunTrain, ACheckpointOfTwoRanksContinuesWithOneAndViceVersa) {
     EXPECT_EQ(resumed.state.tokens_seen(), straight.state.tokens_seen()) << run;
     const WeightDifference diff = compare_weights(resumed, straight);
     EXPECT_LT(diff.max_abs, 1e-5 * std::max(1.0, diff.max_magnitude)) << run << " " << diff.max_abs;
+  }
+}
+
+// train.carry_state over ranks: each rank carries its own lanes (2 of the 4), the checkpoint
+// gathers all four, and a run continues with another number of ranks, each taking its lanes'
+// states back: 2 ranks then 1 process, and 1 then 2, equal one process throughout.
+TEST(MpirunTrain, CarriedStatesMoveBetweenTwoRanksAndOneProcess) {
+  TempDir tmp;
+  const std::vector<std::string> stateful = with(kShortRun, {"train.carry_state=true"});
+  expect_success(train_args("tiny_causal_lm", tmp / "straight", stateful), tmp / "straight.log");
+  expect_success(
+      mpirun(2, train_args("tiny_causal_lm", tmp / "two_one", stateful, {"--stop-after", "3"})),
+      tmp / "a.log");
+  expect_success(train_args("tiny_causal_lm", tmp / "two_one", stateful, {"--resume"}),
+                 tmp / "b.log");
+  expect_success(train_args("tiny_causal_lm", tmp / "one_two", stateful, {"--stop-after", "3"}),
+                 tmp / "c.log");
+  expect_success(mpirun(2, train_args("tiny_causal_lm", tmp / "one_two", stateful, {"--resume"})),
+                 tmp / "d.log");
+  const io::Checkpoint straight = latest_checkpoint(tmp / "straight");
+  const auto states = [](const io::Checkpoint& c) {
+    return io::parse_safetensors(c.extra_files.at("carried_state.safetensors"), "carried");
+  };
+  for (const char* run : {"two_one", "one_two"}) {
+    const io::Checkpoint resumed = latest_checkpoint(tmp / run);
+    EXPECT_EQ(resumed.state.step(), 6) << run;
+    const WeightDifference diff = compare_weights(resumed, straight);
+    EXPECT_LT(diff.max_abs, 1e-5 * std::max(1.0, diff.max_magnitude)) << run << " " << diff.max_abs;
+    // The carried states of all four lanes, gathered from the ranks, agree to rounding.
+    const io::SafetensorsContent a = states(resumed), b = states(straight);
+    EXPECT_EQ(a.metadata.at("position"), "192") << run;  // 6 windows of 32
+    ASSERT_EQ(a.tensors.size(), b.tensors.size());
+    for (const auto& [name, tensor] : b.tensors) {
+      const std::vector<double> x = a.tensors.at(name).to_double_vector(),
+                                y = tensor.to_double_vector();
+      ASSERT_EQ(x.size(), y.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        EXPECT_NEAR(x[i], y[i], 1e-4 * std::max(1.0, std::abs(y[i]))) << run << " " << name;
+      }
+    }
   }
 }
 

@@ -1,0 +1,114 @@
+// A causal LM task with train.carry_state: each split evaluated as lanes carrying the state equals
+// every lane read whole in one pass, by position too; options that cannot apply are refused.
+#include "app/tasks/causal_lm_task.h"
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "app/setup/tokenizer_setup.h"
+#include "framework/autograd/grad_mode.h"
+#include "recipes/loader.h"
+#include "recipes/recipe_error.h"
+
+namespace rota::app {
+namespace {
+
+std::unique_ptr<CausalLmTask> stateful_task(std::vector<std::string> overrides) {
+  overrides.push_back("train.carry_state=true");
+  TaskInputs inputs;
+  inputs.recipe = recipes::load_recipe(
+      std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb", overrides);
+  inputs.tokenizer = obtain_tokenizer(inputs.recipe, std::nullopt, inputs.data_options);
+  std::unique_ptr<Task> task = make_task(std::move(inputs));
+  auto* causal = dynamic_cast<CausalLmTask*>(task.get());
+  EXPECT_NE(causal, nullptr);
+  task.release();
+  return std::unique_ptr<CausalLmTask>(causal);
+}
+
+// The independent reading: lane k = inputs [k·L, min((k + 1)·L, U)) of the split (U = N − 1,
+// L = ceil(U / lanes)), cut to its first `limit` tokens, one forward pass over the whole lane.
+struct LaneTotals {
+  double loss_sum = 0;
+  int64_t tokens = 0;
+  std::vector<double> by_position;  // the loss at each position of the lanes, summed over lanes
+};
+
+LaneTotals whole_lanes(CausalLmTask& task, const std::string& split, int64_t lanes, int64_t limit) {
+  const data::TokenStream stream = task.split_tokens(split);
+  const int64_t usable = stream->size() - 1;
+  const int64_t lane_length = (usable + lanes - 1) / lanes;
+  LaneTotals totals;
+  totals.by_position.assign(static_cast<size_t>(lane_length), 0.0);
+  NoGradGuard no_grad;
+  for (int64_t k = 0; k * lane_length < usable; ++k) {
+    const int64_t start = k * lane_length;
+    const int64_t length = std::min({lane_length, usable - start, limit});
+    Tensor ids = Tensor::empty({1, length}, DType::kI64);
+    Tensor targets = Tensor::empty({1, length}, DType::kI64);
+    stream->copy_to(start, length, ids.data<int64_t>());
+    stream->copy_to(start + 1, length, targets.data<int64_t>());
+    const std::vector<double> losses =
+        task.causal_lm().token_losses(ids, targets).to_double_vector();
+    for (int64_t t = 0; t < length; ++t) {
+      totals.loss_sum += losses[t];
+      totals.by_position[t] += losses[t];
+    }
+    totals.tokens += length;
+  }
+  return totals;
+}
+
+TEST(StatefulEvaluation, EqualsEveryLaneReadWholeInOnePass) {
+  // 4 lanes of windows of 32; the model is untrained (its initial weights).
+  std::unique_ptr<CausalLmTask> task = stateful_task({"data.batch_size=4"});
+  task->model().eval();
+  for (int64_t max_batches : {3, 0}) {
+    SCOPED_TRACE("max_batches " + std::to_string(max_batches));
+    const train::Metrics metrics = task->evaluate_split("valid", max_batches);
+    const LaneTotals expected =
+        whole_lanes(*task, "valid", 4, max_batches > 0 ? max_batches * 32 : int64_t{1} << 40);
+    EXPECT_EQ(train::metric_value(metrics, "tokens"), static_cast<double>(expected.tokens));
+    const double loss = expected.loss_sum / static_cast<double>(expected.tokens);
+    EXPECT_NEAR(train::metric_value(metrics, "loss"), loss, 2e-6 * loss);
+  }
+  // By position: position p of a lane (1-based) in bucket floor(log2 p), over the whole lanes.
+  const std::vector<PositionBucket> buckets = task->evaluate_by_position("valid", 0);
+  const LaneTotals expected = whole_lanes(*task, "valid", 4, int64_t{1} << 40);
+  int64_t tokens = 0;
+  for (const PositionBucket& bucket : buckets) {
+    double sum = 0;
+    for (int64_t p = bucket.first; p <= bucket.last; ++p) sum += expected.by_position[p - 1];
+    EXPECT_NEAR(bucket.loss_sum, sum, 1e-5 * std::max(1.0, sum)) << bucket.first;
+    tokens += bucket.tokens;
+  }
+  EXPECT_EQ(tokens, expected.tokens);
+  EXPECT_EQ(buckets.back().last, static_cast<int64_t>(expected.by_position.size()));
+}
+
+// The refusal (a RecipeError: the run's options, not a bug) of `call`, naming `fragment`.
+void expect_recipe_error(const std::function<void()>& call, const std::string& fragment) {
+  try {
+    call();
+    ADD_FAILURE() << "expected a RecipeError naming: " << fragment;
+  } catch (const recipes::RecipeError& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(StatefulEvaluation, SlidingWindowsAndSeparateBatchesAreRefused) {
+  std::unique_ptr<CausalLmTask> task = stateful_task({});
+  expect_recipe_error([&] { task->set_evaluation_stride(8); },
+                      "--stride 8: a run with train.carry_state evaluates each split as lanes");
+  task->set_evaluation_stride(32);  // the window itself: nothing slides
+  expect_recipe_error([&] { task->evaluation_batches("valid", 1); },
+                      "which separate batches cannot reproduce");
+}
+
+}  // namespace
+}  // namespace rota::app
