@@ -11,6 +11,7 @@
 #include "framework/backend/cpu/row_kernels.h"
 #include "framework/backend/cpu/small_gemm.h"
 #include "framework/backend/fused/attention_state.h"
+#include "framework/backend/fused/document_ranges.h"
 
 namespace rota::backend {
 
@@ -517,10 +518,10 @@ DenseInputs dense_inputs(const Tensor& q, const Tensor& k, const Tensor& v, cons
 }
 
 template <typename T>
-Slice<T> slice_of(const DenseInputs& in, const DeltaDims& s, int64_t g) {
-  return {in.q.data<T>() + g * s.n * s.f, in.k.data<T>() + g * s.n * s.f,
-          in.v.data<T>() + g * s.n * s.d, in.beta.data<T>() + g * s.n,
-          in.gate.defined() ? in.gate.data<T>() + g * s.n : nullptr};
+Slice<T> slice_of(const DenseInputs& in, const DeltaDims& s, int64_t g, int64_t first = 0) {
+  const int64_t row = g * s.n + first;  // the slice's row `first`
+  return {in.q.data<T>() + row * s.f, in.k.data<T>() + row * s.f, in.v.data<T>() + row * s.d,
+          in.beta.data<T>() + row, in.gate.defined() ? in.gate.data<T>() + row : nullptr};
 }
 
 }  // namespace
@@ -528,9 +529,10 @@ Slice<T> slice_of(const DenseInputs& in, const DeltaDims& s, int64_t g) {
 Tensor delta_rule_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                                     const Tensor& beta_in, const Tensor& log_gate,
                                     int64_t chunk_size, const Tensor& initial_in,
-                                    Tensor* final_state) {
+                                    Tensor* final_state, const Tensor& segment_ids) {
   const char* op = "delta_rule_attention";
   const DeltaDims s = check_inputs(op, q_in, k_in, v_in, beta_in, log_gate);
+  const DocumentRanges docs(op, segment_ids, s.groups, s.n);
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
   const Tensor initial = dense_attention_state(op, "initial state", initial_in, q_in, v_in);
   const DenseInputs in = dense_inputs(q_in, k_in, v_in, beta_in, log_gate);
@@ -545,9 +547,14 @@ Tensor delta_rule_attention_forward(const Tensor& q_in, const Tensor& k_in, cons
       DeltaScratch<T> scratch(s, chunk_size, false);
       std::vector<T> state(s.f * s.d);
       for (int64_t g = g0; g < g1; ++g) {
-        slice_kernel(slice_of<T>(in, s, g), s, chunk_size, o.data<T>() + g * s.n * s.d,
-                     state.data(), scratch, attention_state_slice<const T>(initial, s.f, s.d, g),
-                     final_state ? attention_state_slice<T>(*final_state, s.f, s.d, g) : nullptr);
+        for_each_document(
+            docs, g, s, [&](int64_t at, const DeltaDims& part, bool first, bool last) {
+              slice_kernel(slice_of<T>(in, s, g, at), part, chunk_size,
+                           o.data<T>() + (g * s.n + at) * s.d, state.data(), scratch,
+                           first ? attention_state_slice<const T>(initial, s.f, s.d, g) : nullptr,
+                           final_state && last ? attention_state_slice<T>(*final_state, s.f, s.d, g)
+                                               : nullptr);
+            });
       }
     });
   });
@@ -558,9 +565,11 @@ DeltaRuleGrads delta_rule_attention_backward(const Tensor& q_in, const Tensor& k
                                              const Tensor& v_in, const Tensor& beta_in,
                                              const Tensor& log_gate, const Tensor& grad_out,
                                              int64_t chunk_size, const Tensor& initial_in,
-                                             const Tensor& grad_final_in) {
+                                             const Tensor& grad_final_in,
+                                             const Tensor& segment_ids) {
   const char* op = "delta_rule_attention_backward";
   const DeltaDims s = check_inputs(op, q_in, k_in, v_in, beta_in, log_gate);
+  const DocumentRanges docs(op, segment_ids, s.groups, s.n);
   ROTA_CHECK(
       grad_out.defined() && grad_out.shape() == v_in.shape() && grad_out.dtype() == v_in.dtype(),
       "{}: grad {} for output {}", op,
@@ -588,15 +597,19 @@ DeltaRuleGrads delta_rule_attention_backward(const Tensor& q_in, const Tensor& k
       DeltaScratch<T> scratch(s, chunk_size, true);
       std::vector<T> state(s.f * s.d);
       for (int64_t gi = g0; gi < g1; ++gi) {
-        slice_kernel(
-            slice_of<T>(in, s, gi), s, chunk_size, g.data<T>() + gi * s.n * s.d,
-            grads.dq.template data<T>() + gi * s.n * s.f,
-            grads.dk.template data<T>() + gi * s.n * s.f,
-            grads.dv.template data<T>() + gi * s.n * s.d, grads.dbeta.template data<T>() + gi * s.n,
-            grads.dlog_gate.defined() ? grads.dlog_gate.template data<T>() + gi * s.n : nullptr,
-            state.data(), scratch, attention_state_slice<const T>(initial, s.f, s.d, gi),
-            attention_state_slice<const T>(grad_final, s.f, s.d, gi),
-            attention_state_slice<T>(grads.d_initial_state, s.f, s.d, gi));
+        for_each_document(
+            docs, gi, s, [&](int64_t at, const DeltaDims& part, bool first, bool last) {
+              const int64_t row = gi * s.n + at;
+              slice_kernel(
+                  slice_of<T>(in, s, gi, at), part, chunk_size, g.data<T>() + row * s.d,
+                  grads.dq.template data<T>() + row * s.f, grads.dk.template data<T>() + row * s.f,
+                  grads.dv.template data<T>() + row * s.d, grads.dbeta.template data<T>() + row,
+                  grads.dlog_gate.defined() ? grads.dlog_gate.template data<T>() + row : nullptr,
+                  state.data(), scratch,
+                  first ? attention_state_slice<const T>(initial, s.f, s.d, gi) : nullptr,
+                  last ? attention_state_slice<const T>(grad_final, s.f, s.d, gi) : nullptr,
+                  first ? attention_state_slice<T>(grads.d_initial_state, s.f, s.d, gi) : nullptr);
+            });
       }
     });
   });

@@ -25,10 +25,16 @@ namespace rota::backend {
 /// State carry (a long sequence run segment by segment): initial_state S₀ [..., F, D] (leading
 /// dims as q's; undefined = zeros) replaces S_0 = 0 above, so the first chunk is one like any
 /// other; with final_state set, *final_state = S_N [..., F, D] (dense), the next segment's S₀.
+///
+/// Packed documents: segment_ids [B, N] (integers, for q [B, H, N, F]; a document's rows
+/// contiguous; undefined = one document per row): each document is computed as a sequence of
+/// its own (the state restarts from zero at its first row); S₀ continues the row's first
+/// document and S_N is its last one's state (fused/document_ranges.h).
 Tensor delta_rule_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& beta, const Tensor& log_gate = Tensor(),
                                     int64_t chunk_size = 64, const Tensor& initial_state = Tensor(),
-                                    Tensor* final_state = nullptr);
+                                    Tensor* final_state = nullptr,
+                                    const Tensor& segment_ids = Tensor());
 
 struct DeltaRuleGrads {
   Tensor dq;               // [..., N, F]
@@ -46,11 +52,13 @@ struct DeltaRuleGrads {
 /// State carry: initial_state as in the forward; grad_final_state dL/dS_N [..., F, D]
 /// (undefined = zeros) is the dS after the last chunk; with an initial state, d_initial_state =
 /// dL/dS₀ (the dS before the first chunk), the previous segment's grad_final_state.
+/// segment_ids as in the forward.
 DeltaRuleGrads delta_rule_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const Tensor& beta, const Tensor& log_gate,
                                              const Tensor& grad_out, int64_t chunk_size = 64,
                                              const Tensor& initial_state = Tensor(),
-                                             const Tensor& grad_final_state = Tensor());
+                                             const Tensor& grad_final_state = Tensor(),
+                                             const Tensor& segment_ids = Tensor());
 
 /// Token-by-token reference (the recurrence as written; tests only). Returns [..., N, D].
 Tensor delta_rule_attention_recurrent(const Tensor& q, const Tensor& k, const Tensor& v,

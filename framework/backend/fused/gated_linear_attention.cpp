@@ -15,6 +15,7 @@
 #include "framework/backend/cpu/small_gemm.h"
 #include "framework/backend/cpu/vector_math.h"
 #include "framework/backend/fused/attention_state.h"
+#include "framework/backend/fused/document_ranges.h"
 #include "framework/tensor/strided_loop.h"
 
 namespace rota::backend {
@@ -685,9 +686,11 @@ void backward_group(Rows<const T> q, Rows<const T> k, Rows<const T> v, Rows<cons
 
 Tensor gated_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                                       const Tensor& gate_in, int64_t chunk_size,
-                                      const Tensor& initial_in, Tensor* final_state) {
+                                      const Tensor& initial_in, Tensor* final_state,
+                                      const Tensor& segment_ids) {
   const char* op = "gated_linear_attention";
   const GlaDims s = check_dims(op, q_in, k_in, v_in, gate_in);
+  const DocumentRanges docs(op, segment_ids, s.groups, s.n);
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
   const Tensor initial = dense_attention_state(op, "initial state", initial_in, q_in, v_in);
   const Operands in = operands(q_in, k_in, v_in, gate_in, attention_output(v_in));
@@ -705,11 +708,16 @@ Tensor gated_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, co
     parallel_for(s.groups, s.n * (s.f + 1) * (s.d + kSubBlock), [&](int64_t g0, int64_t g1) {
       Scratch<T> scratch(s, chunk_size);
       for (int64_t g = g0; g < g1; ++g) {
-        group_kernel(slice_rows<const T>(in.q, in.q_at, g), slice_rows<const T>(in.k, in.k_at, g),
-                     slice_rows<const T>(in.v, in.v_at, g),
-                     slice_rows<const T>(in.gate, in.gate_at, g), slice_rows<T>(in.x, in.x_at, g),
-                     scratch, s, chunk_size, attention_state_slice<const T>(initial, s.f, s.d, g),
-                     final_state ? attention_state_slice<T>(*final_state, s.f, s.d, g) : nullptr);
+        for_each_document(docs, g, s, [&](int64_t at, const GlaDims& part, bool first, bool last) {
+          group_kernel(
+              from_row(slice_rows<const T>(in.q, in.q_at, g), at),
+              from_row(slice_rows<const T>(in.k, in.k_at, g), at),
+              from_row(slice_rows<const T>(in.v, in.v_at, g), at),
+              from_row(slice_rows<const T>(in.gate, in.gate_at, g), at),
+              from_row(slice_rows<T>(in.x, in.x_at, g), at), scratch, part, chunk_size,
+              first ? attention_state_slice<const T>(initial, s.f, s.d, g) : nullptr,
+              final_state && last ? attention_state_slice<T>(*final_state, s.f, s.d, g) : nullptr);
+        });
       }
     });
   });
@@ -720,9 +728,11 @@ GatedLinearAttentionGrads gated_linear_attention_backward(const Tensor& q_in, co
                                                           const Tensor& v_in, const Tensor& gate_in,
                                                           const Tensor& g_in, int64_t chunk_size,
                                                           const Tensor& initial_in,
-                                                          const Tensor& grad_final_in) {
+                                                          const Tensor& grad_final_in,
+                                                          const Tensor& segment_ids) {
   const char* op = "gated_linear_attention_backward";
   const GlaDims s = check_dims(op, q_in, k_in, v_in, gate_in);
+  const DocumentRanges docs(op, segment_ids, s.groups, s.n);
   ROTA_CHECK(g_in.shape() == v_in.shape() && g_in.dtype() == v_in.dtype(),
              "{}: grad {} ({}) for output {} ({})", op, shape_str(g_in.shape()),
              dtype_name(g_in.dtype()), shape_str(v_in.shape()), dtype_name(v_in.dtype()));
@@ -749,16 +759,21 @@ GatedLinearAttentionGrads gated_linear_attention_backward(const Tensor& q_in, co
     parallel_for(s.groups, 3 * s.n * (s.f + 1) * (s.d + kSubBlock), [&](int64_t g0, int64_t g1) {
       Scratch<T> scratch(s, chunk_size);
       for (int64_t gi = g0; gi < g1; ++gi) {
-        const int64_t qo = gi * s.n * s.f;
-        group_kernel(slice_rows<const T>(in.q, in.q_at, gi), slice_rows<const T>(in.k, in.k_at, gi),
-                     slice_rows<const T>(in.v, in.v_at, gi),
-                     slice_rows<const T>(in.gate, in.gate_at, gi),
-                     slice_rows<const T>(in.x, in.x_at, gi), grads.dq.template data<T>() + qo,
-                     grads.dk.template data<T>() + qo, slice_rows<T>(grads.dv, dv_at, gi),
-                     grads.dlog_gate.template data<T>() + gi * s.n * s.gw, scratch, s, chunk_size,
-                     attention_state_slice<const T>(initial, s.f, s.d, gi),
-                     attention_state_slice<const T>(grad_final, s.f, s.d, gi),
-                     attention_state_slice<T>(grads.d_initial_state, s.f, s.d, gi));
+        for_each_document(docs, gi, s, [&](int64_t at, const GlaDims& part, bool first, bool last) {
+          const int64_t qo = gi * s.n * s.f + at * s.f;
+          group_kernel(
+              from_row(slice_rows<const T>(in.q, in.q_at, gi), at),
+              from_row(slice_rows<const T>(in.k, in.k_at, gi), at),
+              from_row(slice_rows<const T>(in.v, in.v_at, gi), at),
+              from_row(slice_rows<const T>(in.gate, in.gate_at, gi), at),
+              from_row(slice_rows<const T>(in.x, in.x_at, gi), at),
+              grads.dq.template data<T>() + qo, grads.dk.template data<T>() + qo,
+              from_row(slice_rows<T>(grads.dv, dv_at, gi), at),
+              grads.dlog_gate.template data<T>() + (gi * s.n + at) * s.gw, scratch, part,
+              chunk_size, first ? attention_state_slice<const T>(initial, s.f, s.d, gi) : nullptr,
+              last ? attention_state_slice<const T>(grad_final, s.f, s.d, gi) : nullptr,
+              first ? attention_state_slice<T>(grads.d_initial_state, s.f, s.d, gi) : nullptr);
+        });
       }
     });
   });

@@ -26,10 +26,17 @@ namespace rota::backend {
 /// dims as q's; undefined = zeros) is the state before row 0, so o_i gains (q_i ⊙ e^(b_i)) S₀;
 /// with final_state set, *final_state = S_N, the state after row N − 1 [..., F, D] (dense), the
 /// next segment's S₀. Chained segments give the whole sequence's outputs.
+///
+/// Packed documents: segment_ids [B, N] (integers, for q [B, H, N, F]; a document's rows
+/// contiguous; undefined = one document per row): each document is computed as a sequence of
+/// its own, so the state restarts from zero at its first row (whose gate then multiplies
+/// nothing) and no pair crosses documents; S₀ continues the row's first document and S_N is
+/// its last one's state (fused/document_ranges.h).
 Tensor gated_linear_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
                                       const Tensor& log_gate, int64_t chunk_size = 64,
                                       const Tensor& initial_state = Tensor(),
-                                      Tensor* final_state = nullptr);
+                                      Tensor* final_state = nullptr,
+                                      const Tensor& segment_ids = Tensor());
 
 struct GatedLinearAttentionGrads {
   Tensor dq;               // [..., N, F]
@@ -48,10 +55,11 @@ struct GatedLinearAttentionGrads {
 /// (undefined = zeros) is the reverse state R of the last chunk (S_N is the state at row N − 1)
 /// and adds Σ_d (dL/dS_N ⊙ S_N) to the last row's db; with an initial state,
 /// d_initial_state = dL/dS₀, the previous segment's grad_final_state.
+/// segment_ids as in the forward.
 GatedLinearAttentionGrads gated_linear_attention_backward(
     const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& log_gate,
     const Tensor& grad_out, int64_t chunk_size = 64, const Tensor& initial_state = Tensor(),
-    const Tensor& grad_final_state = Tensor());
+    const Tensor& grad_final_state = Tensor(), const Tensor& segment_ids = Tensor());
 
 /// Reference: the masked N×N form o_i = Σ_{j≤i} Σ_f q_if k_jf exp(b_if − b_jf) v_j with b the
 /// cumulative sum of the gates in f64. O(N²·F). Tests only. Shapes as the forward.

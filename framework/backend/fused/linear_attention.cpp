@@ -13,6 +13,7 @@
 #include "framework/backend/cpu/row_kernels.h"
 #include "framework/backend/cpu/small_gemm.h"
 #include "framework/backend/fused/attention_state.h"
+#include "framework/backend/fused/document_ranges.h"
 #include "framework/tensor/strided_loop.h"
 
 namespace rota::backend {
@@ -375,10 +376,12 @@ LinearAttentionGrads linear_attention_grads(const Tensor& q, const Tensor& k, co
 
 Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                                        int64_t chunk_size, const Tensor& decay,
-                                       const Tensor& initial_in, Tensor* final_state) {
+                                       const Tensor& initial_in, Tensor* final_state,
+                                       const Tensor& segment_ids) {
   const char* op = "causal_linear_attention";
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
+  const DocumentRanges docs(op, segment_ids, s.groups, s.n);
   const Tensor initial = dense_attention_state(op, "initial state", initial_in, q_in, v_in);
   const auto [q, k, v, o, q_at, k_at, v_at, o_at] =
       slice_operands(q_in, k_in, v_in, attention_output(v_in));
@@ -396,11 +399,18 @@ Tensor causal_linear_attention_forward(const Tensor& q_in, const Tensor& k_in, c
       ChunkScratch<T> scratch(s, chunk_size);
       for (int64_t g = g0; g < g1; ++g) {
         const T* pw = powers.empty() ? nullptr : powers.data() + (g % heads) * (chunk_size + 1);
-        causal_forward_slice(
-            slice_rows<const T>(q, q_at, g), slice_rows<const T>(k, k_at, g),
-            slice_rows<const T>(v, v_at, g), slice_rows<T>(o, o_at, g), scratch, s, chunk_size, pw,
-            attention_state_slice<const T>(initial, s.f, s.d, g),
-            final_state ? attention_state_slice<T>(*final_state, s.f, s.d, g) : nullptr);
+        // S₀ continues the first document; S_N is the last document's state.
+        for_each_document(
+            docs, g, s, [&](int64_t at, const AttentionDims& part, bool first, bool last) {
+              causal_forward_slice(
+                  from_row(slice_rows<const T>(q, q_at, g), at),
+                  from_row(slice_rows<const T>(k, k_at, g), at),
+                  from_row(slice_rows<const T>(v, v_at, g), at),
+                  from_row(slice_rows<T>(o, o_at, g), at), scratch, part, chunk_size, pw,
+                  first ? attention_state_slice<const T>(initial, s.f, s.d, g) : nullptr,
+                  final_state && last ? attention_state_slice<T>(*final_state, s.f, s.d, g)
+                                      : nullptr);
+            });
       }
     });
   });
@@ -411,9 +421,11 @@ LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const 
                                                       const Tensor& v_in, const Tensor& g_in,
                                                       int64_t chunk_size, const Tensor& decay,
                                                       const Tensor& initial_in,
-                                                      const Tensor& grad_final_in) {
+                                                      const Tensor& grad_final_in,
+                                                      const Tensor& segment_ids) {
   const char* op = "causal_linear_attention_backward";
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
+  const DocumentRanges docs(op, segment_ids, s.groups, s.n);
   ROTA_CHECK(g_in.shape() == v_in.shape(), "{}: grad {} for output {}", op, shape_str(g_in.shape()),
              shape_str(v_in.shape()));
   ROTA_CHECK(chunk_size >= 1, "{}: chunk size must be >= 1, got {}", op, chunk_size);
@@ -437,14 +449,21 @@ LinearAttentionGrads causal_linear_attention_backward(const Tensor& q_in, const 
       ChunkScratch<T> scratch(s, chunk_size);
       for (int64_t gi = g0; gi < g1; ++gi) {
         const T* pw = powers.empty() ? nullptr : powers.data() + (gi % heads) * (chunk_size + 1);
-        const int64_t qo = gi * s.n * s.f;
-        causal_backward_slice(slice_rows<const T>(q, q_at, gi), slice_rows<const T>(k, k_at, gi),
-                              slice_rows<const T>(v, v_at, gi), slice_rows<const T>(g, g_at, gi),
-                              grads.dq.template data<T>() + qo, grads.dk.template data<T>() + qo,
-                              slice_rows<T>(grads.dv, dv_at, gi), scratch, s, chunk_size, pw,
-                              attention_state_slice<const T>(initial, s.f, s.d, gi),
-                              attention_state_slice<const T>(grad_final, s.f, s.d, gi),
-                              attention_state_slice<T>(grads.d_initial_state, s.f, s.d, gi));
+        // S₀ and dL/dS₀ belong to the first document, dL/dS_N to the last.
+        for_each_document(
+            docs, gi, s, [&](int64_t at, const AttentionDims& part, bool first, bool last) {
+              const int64_t qo = gi * s.n * s.f + at * s.f;
+              causal_backward_slice(
+                  from_row(slice_rows<const T>(q, q_at, gi), at),
+                  from_row(slice_rows<const T>(k, k_at, gi), at),
+                  from_row(slice_rows<const T>(v, v_at, gi), at),
+                  from_row(slice_rows<const T>(g, g_at, gi), at), grads.dq.template data<T>() + qo,
+                  grads.dk.template data<T>() + qo,
+                  from_row(slice_rows<T>(grads.dv, dv_at, gi), at), scratch, part, chunk_size, pw,
+                  first ? attention_state_slice<const T>(initial, s.f, s.d, gi) : nullptr,
+                  last ? attention_state_slice<const T>(grad_final, s.f, s.d, gi) : nullptr,
+                  first ? attention_state_slice<T>(grads.d_initial_state, s.f, s.d, gi) : nullptr);
+            });
       }
     });
   });
@@ -539,9 +558,11 @@ struct MaskedKeyValues {
 }  // namespace
 
 Tensor bidirectional_linear_attention_forward(const Tensor& q_in, const Tensor& k_in,
-                                              const Tensor& v_in, const Tensor& key_mask) {
+                                              const Tensor& v_in, const Tensor& key_mask,
+                                              const Tensor& segment_ids) {
   const char* op = "bidirectional_linear_attention";
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
+  const DocumentRanges docs(op, segment_ids, s.groups, s.n);
   const auto [q, k, v, o, q_at, k_at, v_at, o_at] =
       slice_operands(q_in, k_in, v_in, attention_output(v_in));
   dispatch_floating(q.dtype(), op, [&](auto tag) {
@@ -551,14 +572,20 @@ Tensor bidirectional_linear_attention_forward(const Tensor& q_in, const Tensor& 
       std::vector<T> kv(s.f * s.d);
       MaskedKeyValues<T> masked(mask, s);
       for (int64_t gi = g0; gi < g1; ++gi) {
-        const Rows<const T> qr = slice_rows<const T>(q, q_at, gi);
-        const Rows<T> orow = slice_rows<T>(o, o_at, gi);
         // Padded rows zeroed in both: diag(m) K and diag(m) V.
-        const auto [kr, vr] = masked.apply(mask.row(gi, s.n), slice_rows<const T>(k, k_at, gi),
-                                           slice_rows<const T>(v, v_at, gi), s);
-        // KV[F, D] = Kᵀ diag(m) V, then O[N, D] = Q KV.
-        block_product(s.f, s.d, s.n, kr.at, 1, kr.ld, vr.at, vr.ld, kv.data(), s.d, false);
-        block_product(s.n, s.d, s.f, qr.at, qr.ld, 1, kv.data(), s.d, orow.at, orow.ld, false);
+        const auto [keys, values] =
+            masked.apply(mask.row(gi, s.n), slice_rows<const T>(k, k_at, gi),
+                         slice_rows<const T>(v, v_at, gi), s);
+        // Per document [a, a + n): KV[F, D] = K_docᵀ diag(m) V_doc, then O_doc[n, D] = Q_doc KV.
+        for_each_document(docs, gi, s, [&](int64_t at, const AttentionDims& part, bool, bool) {
+          const Rows<const T> qr = from_row(slice_rows<const T>(q, q_at, gi), at);
+          const Rows<T> orow = from_row(slice_rows<T>(o, o_at, gi), at);
+          const Rows<const T> kr = from_row(keys, at), vr = from_row(values, at);
+          block_product(part.f, part.d, part.n, kr.at, 1, kr.ld, vr.at, vr.ld, kv.data(), part.d,
+                        false);
+          block_product(part.n, part.d, part.f, qr.at, qr.ld, 1, kv.data(), part.d, orow.at,
+                        orow.ld, false);
+        });
       }
     });
   });
@@ -567,9 +594,11 @@ Tensor bidirectional_linear_attention_forward(const Tensor& q_in, const Tensor& 
 
 LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q_in, const Tensor& k_in,
                                                              const Tensor& v_in, const Tensor& g_in,
-                                                             const Tensor& key_mask) {
+                                                             const Tensor& key_mask,
+                                                             const Tensor& segment_ids) {
   const char* op = "bidirectional_linear_attention_backward";
   const AttentionDims s = check_dims(op, q_in, k_in, v_in);
+  const DocumentRanges docs(op, segment_ids, s.groups, s.n);
   ROTA_CHECK(g_in.shape() == v_in.shape(), "{}: grad {} for output {}", op, shape_str(g_in.shape()),
              shape_str(v_in.shape()));
   const auto [q, k, v, g, q_at, k_at, v_at, g_at] = slice_operands(q_in, k_in, v_in, g_in);
@@ -592,18 +621,27 @@ LinearAttentionGrads bidirectional_linear_attention_backward(const Tensor& q_in,
         T* dk = grads.dk.template data<T>() + gi * s.n * s.f;
         const Rows<T> dv = slice_rows<T>(grads.dv, dv_at, gi);
         const T* m = mask.row(gi, s.n);
-        const auto [keys, values] = masked.apply(m, kr, vr, s);
-        // KV[F, D] = Kᵀ diag(m) V and dKV[F, D] = Qᵀ dO.
-        block_product(s.f, s.d, s.n, keys.at, 1, keys.ld, values.at, values.ld, kv.data(), s.d,
-                      false);
-        block_product(s.f, s.d, s.n, qr.at, 1, qr.ld, gr.at, gr.ld, dkv.data(), s.d, false);
-        // dQ[N, F] = dO KVᵀ
-        small_gemm::transpose_into(kv.data(), s.f, s.d, s.d, transposed.data());
-        block_product(s.n, s.f, s.d, gr.at, gr.ld, 1, transposed.data(), s.f, dq, s.f, false);
-        // dK[N, F] = diag(m) V dKVᵀ and dV[N, D] = diag(m) K dKV.
-        small_gemm::transpose_into(dkv.data(), s.f, s.d, s.d, transposed.data());
-        block_product(s.n, s.f, s.d, vr.at, vr.ld, 1, transposed.data(), s.f, dk, s.f, false);
-        block_product(s.n, s.d, s.f, keys.at, keys.ld, 1, dkv.data(), s.d, dv.at, dv.ld, false);
+        const auto [keys_all, values_all] = masked.apply(m, kr, vr, s);
+        // Per document [a, a + n), each with its own KV and dKV.
+        for_each_document(docs, gi, s, [&](int64_t at, const AttentionDims& p, bool, bool) {
+          const Rows<const T> keys = from_row(keys_all, at), values = from_row(values_all, at);
+          const Rows<const T> qd = from_row(qr, at), vd = from_row(vr, at), gd = from_row(gr, at);
+          T* dq_doc = dq + at * s.f;
+          T* dk_doc = dk + at * s.f;
+          const Rows<T> dv_doc = from_row(dv, at);
+          // KV[F, D] = Kᵀ diag(m) V and dKV[F, D] = Qᵀ dO.
+          block_product(p.f, p.d, p.n, keys.at, 1, keys.ld, values.at, values.ld, kv.data(), p.d,
+                        false);
+          block_product(p.f, p.d, p.n, qd.at, 1, qd.ld, gd.at, gd.ld, dkv.data(), p.d, false);
+          // dQ[n, F] = dO KVᵀ
+          small_gemm::transpose_into(kv.data(), p.f, p.d, p.d, transposed.data());
+          block_product(p.n, p.f, p.d, gd.at, gd.ld, 1, transposed.data(), p.f, dq_doc, p.f, false);
+          // dK[n, F] = diag(m) V dKVᵀ and dV[n, D] = diag(m) K dKV.
+          small_gemm::transpose_into(dkv.data(), p.f, p.d, p.d, transposed.data());
+          block_product(p.n, p.f, p.d, vd.at, vd.ld, 1, transposed.data(), p.f, dk_doc, p.f, false);
+          block_product(p.n, p.d, p.f, keys.at, keys.ld, 1, dkv.data(), p.d, dv_doc.at, dv_doc.ld,
+                        false);
+        });
         if (m) {  // padded keys get no gradient
           for (int64_t t = 0; t < s.n; ++t) {
             if (m[t] != T(0)) continue;
