@@ -113,8 +113,9 @@ std::vector<uint8_t> visible_flags(const Tensor& mask_in) {
 }
 
 struct MaskFlags {
-  std::vector<uint8_t> key;   // [B, Nk] or empty
-  std::vector<uint8_t> pair;  // [Nq, Nk] or empty
+  std::vector<uint8_t> key;       // [B, Nk] or empty
+  std::vector<uint8_t> pair;      // [Nq, Nk] or empty
+  std::vector<int64_t> segments;  // [B, Nk] document ids or empty
 };
 
 MaskFlags mask_flags(const char* op, const SoftmaxAttentionMasks& masks, const Geometry& g) {
@@ -132,6 +133,19 @@ MaskFlags mask_flags(const char* op, const SoftmaxAttentionMasks& masks, const G
                "{}: visibility_mask {} must be [Nq, Nk] = {}", op,
                shape_str(masks.visibility_mask.shape()), shape_str({g.nq, g.nk}));
     flags.pair = visible_flags(masks.visibility_mask);
+  }
+  if (masks.segment_ids.defined()) {
+    ROTA_CHECK(masks.segment_ids.shape() == Shape({g.b, g.nk}) &&
+                   (masks.segment_ids.dtype() == DType::kI64 ||
+                    masks.segment_ids.dtype() == DType::kI32),
+               "{}: segment_ids {} {} must be integers [B, Nk] = {}", op,
+               dtype_name(masks.segment_ids.dtype()), shape_str(masks.segment_ids.shape()),
+               shape_str({g.b, g.nk}));
+    ROTA_CHECK(masks.query_offset + g.nq <= g.nk,
+               "{}: with segment ids the queries (offset {} + {}) must sit at key positions < {}",
+               op, masks.query_offset, g.nq, g.nk);
+    const Tensor ids = masks.segment_ids.to(DType::kI64).contiguous();
+    flags.segments.assign(ids.data<int64_t>(), ids.data<int64_t>() + ids.numel());
   }
   return flags;
 }
@@ -186,6 +200,7 @@ struct Problem {
   BiasLayout bias_layout;
   const uint8_t* key_visible = nullptr;   // [B, Nk]
   const uint8_t* pair_visible = nullptr;  // [Nq, Nk]
+  const int64_t* segments = nullptr;      // [B, Nk] document ids
   T scale = 1;
   bool causal = false;
   int64_t off = 0;
@@ -207,6 +222,7 @@ Problem<T> make_problem(const Geometry& g, const Tensor& q, const Tensor& k, con
   p.bias_layout = layout;
   p.key_visible = flags.key.empty() ? nullptr : flags.key.data();
   p.pair_visible = flags.pair.empty() ? nullptr : flags.pair.data();
+  p.segments = flags.segments.empty() ? nullptr : flags.segments.data();
   p.scale = static_cast<T>(scale);
   p.causal = masks.causal;
   p.off = masks.query_offset;
@@ -375,6 +391,11 @@ void score_tile(const Problem<T>& p, int64_t b, int64_t h, const T* qs, const T*
     if (p.pair_visible) {
       const uint8_t* pv = p.pair_visible + i * p.g.nk + j0;
       for (int64_t c = 0; c < cols; ++c) sr[c] = pv[c] ? sr[c] : neg_inf;
+    }
+    if (p.segments) {  // key j is visible iff it is in query i's document
+      const int64_t* row = p.segments + b * p.g.nk;
+      const int64_t doc = row[p.off + i];
+      for (int64_t c = 0; c < cols; ++c) sr[c] = row[j0 + c] == doc ? sr[c] : neg_inf;
     }
   }
 }

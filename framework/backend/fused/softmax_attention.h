@@ -10,7 +10,8 @@ namespace rota::backend {
 /// Which keys each query may see. Query i sits at key position `query_offset + i`.
 /// Key j is hidden from query i when any of these hold:
 ///   causal && j > query_offset + i;  window > 0 && query_offset + i − j >= window;
-///   key_padding_mask[b, j] == 0;  visibility_mask[i, j] == 0.
+///   key_padding_mask[b, j] == 0;  visibility_mask[i, j] == 0;
+///   segment_ids[b, j] != segment_ids[b, query_offset + i] (packed documents).
 /// The window (sliding-window attention: a causal query sees the previous W keys including
 /// itself) is applied by skipping the key tiles entirely outside it, so the work is
 /// O(Nq·W) rather than O(Nq·Nk).
@@ -20,6 +21,9 @@ struct SoftmaxAttentionMasks {
   int64_t window = 0;       // W >= 1: keys further than W − 1 to the left are hidden; 0: none
   Tensor key_padding_mask;  // undefined or [B, Nk], 0 = padding
   Tensor visibility_mask;   // undefined or [Nq, Nk], 0 = hidden
+  /// Packed documents: undefined or [B, Nk] integers, the document of each key position (query
+  /// i's is that of position query_offset + i < Nk); a query sees only its own document's keys.
+  Tensor segment_ids;
 };
 
 struct SoftmaxAttentionResult {

@@ -396,6 +396,70 @@ TEST(SoftmaxAttentionKernel, RejectsBadShapes) {
                Error);
 }
 
+// ---- packed documents ----
+
+// Segment ids: a query sees only the keys of its own document. The packed output and gradients
+// equal each document run alone (its rows of q, k, v, bias and padding mask), causal or not.
+TEST(SoftmaxAttentionKernel, PackedDocumentsEqualEachDocumentAlone) {
+  Generator gen(31);
+  const int64_t n = 11;
+  const std::vector<std::vector<int64_t>> layout = {{4, 1, 6}, {11}};
+  std::vector<double> ids;
+  for (const auto& row : layout) {
+    for (size_t doc = 0; doc < row.size(); ++doc) {
+      for (int64_t t = 0; t < row[doc]; ++t) ids.push_back(static_cast<double>(doc));
+    }
+  }
+  const Tensor segment_ids = tensor_from(ids, {2, n}, DType::kI64);
+  const Tensor q = randn({2, 2, n, 4}, gen, 0, 1, DType::kF64);
+  const Tensor k = randn({2, 2, n, 4}, gen, 0, 1, DType::kF64);
+  const Tensor v = randn({2, 2, n, 3}, gen, 0, 1, DType::kF64);
+  const Tensor bias = randn({1, 2, n, n}, gen, 0, 1, DType::kF64);
+  const Tensor grad_out = randn({2, 2, n, 3}, gen, 0, 1, DType::kF64);
+  Tensor padding = ones({2, n}, DType::kF32);
+  padding.set({0, 2}, 0.0);
+  for (bool causal : {true, false}) {
+    SCOPED_TRACE(causal ? "causal" : "bidirectional");
+    SoftmaxAttentionMasks masks;
+    masks.causal = causal;
+    masks.key_padding_mask = padding;
+    masks.segment_ids = segment_ids;
+    const auto packed = backend::softmax_attention_forward(q, k, v, bias, 0.5, masks);
+    SoftmaxAttentionMasks plain = masks;
+    plain.segment_ids = Tensor();
+    const auto packed_no_bias = backend::softmax_attention_forward(q, k, v, Tensor(), 0.5, masks);
+    const auto grads = backend::softmax_attention_backward(
+        q, k, v, Tensor(), 0.5, masks, packed_no_bias.out, packed_no_bias.logsumexp, grad_out);
+    for (int64_t b = 0; b < 2; ++b) {
+      int64_t start = 0;
+      for (int64_t len : layout[b]) {
+        const auto doc = [&](const Tensor& x) {
+          return x.narrow(0, b, 1).narrow(2, start, len).contiguous();
+        };
+        plain.key_padding_mask = padding.narrow(0, b, 1).narrow(1, start, len).contiguous();
+        const Tensor doc_bias = bias.narrow(2, start, len).narrow(3, start, len).contiguous();
+        const auto alone =
+            backend::softmax_attention_forward(doc(q), doc(k), doc(v), doc_bias, 0.5, plain);
+        EXPECT_TRUE(allclose(doc(packed.out), alone.out, 1e-12, 1e-12)) << b << " " << start;
+        const auto alone_no_bias =
+            backend::softmax_attention_forward(doc(q), doc(k), doc(v), Tensor(), 0.5, plain);
+        const auto alone_grads = backend::softmax_attention_backward(
+            doc(q), doc(k), doc(v), Tensor(), 0.5, plain, alone_no_bias.out,
+            alone_no_bias.logsumexp, doc(grad_out));
+        EXPECT_TRUE(allclose(doc(grads.dq), alone_grads.dq, 1e-12, 1e-12));
+        EXPECT_TRUE(allclose(doc(grads.dk), alone_grads.dk, 1e-12, 1e-12));
+        EXPECT_TRUE(allclose(doc(grads.dv), alone_grads.dv, 1e-12, 1e-12));
+        start += len;
+      }
+    }
+  }
+  SoftmaxAttentionMasks bad;
+  bad.segment_ids = zeros({2, n - 1}, DType::kI64);
+  EXPECT_THROW(backend::softmax_attention_forward(q, k, v, Tensor(), 1, bad), Error);
+  bad.segment_ids = zeros({2, n}, DType::kF32);
+  EXPECT_THROW(backend::softmax_attention_forward(q, k, v, Tensor(), 1, bad), Error);
+}
+
 // ---- dropout ----
 
 // The [.., 1, ..] slice at `index` of dim `dim`.
