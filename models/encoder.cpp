@@ -69,28 +69,59 @@ Encoder::Encoder(const ModelOptions& o, bool causal, Generator& init_gen,
   }
 }
 
-Variable Encoder::embed(const Tensor& ids, int64_t offset) const {
+Tensor Encoder::document_positions(const Tensor& segment_ids, int64_t offset) {
+  const Tensor ids = segment_ids.to(DType::kI64).contiguous();
+  const int64_t rows = ids.size(0), n = ids.size(1);
+  Tensor positions = Tensor::empty({rows, n}, DType::kI64);
+  const int64_t* doc = ids.data<int64_t>();
+  int64_t* out = positions.data<int64_t>();
+  for (int64_t b = 0; b < rows; ++b) {
+    int64_t start = -offset;  // the first document continues from position offset
+    for (int64_t t = 0; t < n; ++t) {
+      if (t > 0 && doc[b * n + t] != doc[b * n + t - 1]) start = t;
+      out[b * n + t] = t - start;
+    }
+  }
+  return positions;
+}
+
+Variable Encoder::embed(const Tensor& ids, int64_t offset, const Tensor& segment_ids,
+                        const Tensor& given_positions) const {
   Variable x = embed_->forward(ids);
   if (options_.scale_embeddings) x = x * std::sqrt(static_cast<double>(options_.dim));
   const int64_t n = ids.size(-1);
+  if ((segment_ids.defined() || given_positions.defined()) && (sinusoidal_ || learned_)) {
+    const Tensor& shaped = given_positions.defined() ? given_positions : segment_ids;
+    ROTA_CHECK(shaped.shape() == ids.shape(), "model: positions or segment ids {} for ids {}",
+               shape_str(shaped.shape()), shape_str(ids.shape()));
+    const Tensor positions =
+        given_positions.defined() ? given_positions : document_positions(segment_ids, offset);
+    if (sinusoidal_) x = x + sinusoidal_->at(positions);
+    if (learned_) x = x + learned_->at(positions);
+    return x;
+  }
   if (sinusoidal_) x = x + sinusoidal_->forward(n, offset);
   if (learned_) x = x + learned_->forward(n, offset);
   return x;
 }
 
-Variable Encoder::forward(const Tensor& ids, const Tensor& key_mask) const {
+Variable Encoder::forward(const Tensor& ids, const Tensor& key_mask,
+                          const Tensor& segment_ids) const {
   ROTA_CHECK(ids.dim() == 2, "model: ids {} must be [B, N]", shape_str(ids.shape()));
-  Variable x = dropout_->forward(embed(ids, 0));
+  Variable x = dropout_->forward(embed(ids, 0, segment_ids));
   const bool recompute = options_.recompute_blocks && is_training() && grad_enabled();
   for (const auto& block : *blocks_) {
     if (!recompute) {
-      x = block->forward(x, key_mask);
+      x = block->forward(x, key_mask, segment_ids);
       continue;
     }
     // The backward's second run holds the block (and the dropout stream) as long as the graph.
     const std::shared_ptr<TransformerBlock> b = block;
     x = recomputed(
-        "recompute_block", [b, key_mask](const Variable& in) { return b->forward(in, key_mask); },
+        "recompute_block",
+        [b, key_mask, segment_ids](const Variable& in) {
+          return b->forward(in, key_mask, segment_ids);
+        },
         x, block->parameters(), dropout_gen_);
   }
   return final_norm_ ? final_norm_->forward(x) : x;
@@ -105,7 +136,9 @@ bool Encoder::supports_segments() const {
 }
 
 Encoder::Segment Encoder::forward_segment(const Tensor& ids, int64_t offset,
-                                          const std::vector<Variable>& states) const {
+                                          const std::vector<Variable>& states,
+                                          const Tensor& segment_ids,
+                                          const Tensor& positions) const {
   ROTA_CHECK(supports_segments(),
              "model: running a sequence in segments needs a causal LM whose blocks are all linear "
              "attention");
@@ -113,10 +146,10 @@ Encoder::Segment Encoder::forward_segment(const Tensor& ids, int64_t offset,
   ROTA_CHECK(states.empty() || static_cast<int64_t>(states.size()) == num_blocks(),
              "model: {} segment states for {} blocks", states.size(), num_blocks());
   Segment out;
-  Variable x = dropout_->forward(embed(ids, offset));
+  Variable x = dropout_->forward(embed(ids, offset, segment_ids, positions));
   for (int64_t i = 0; i < num_blocks(); ++i) {
     nn::LinearAttention::Segment s =
-        block(i).forward_segment(x, offset, states.empty() ? Variable() : states[i]);
+        block(i).forward_segment(x, offset, states.empty() ? Variable() : states[i], segment_ids);
     x = s.output;
     out.states.push_back(s.state);
   }
@@ -147,7 +180,7 @@ Tensor Encoder::step(const Tensor& ids, EncoderState& state) const {
              "supports_step())");
   ROTA_CHECK(ids.dim() == 1, "model: step ids {} must be [B]", shape_str(ids.shape()));
   NoGradGuard no_grad;
-  Tensor x = embed(ids.reshape({ids.size(0), 1}), state.position)
+  Tensor x = embed(ids.reshape({ids.size(0), 1}), state.position, Tensor())
                  .data()
                  .reshape({ids.size(0), options_.dim});
   ROTA_CHECK(state.layers.size() == blocks_->size() && state.caches.size() == blocks_->size(),

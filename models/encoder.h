@@ -31,7 +31,11 @@ class Encoder : public nn::Module {
   /// ids: i64 [B, N] → hidden states [B, N, E]. key_mask: bidirectional only, [B, N]. With
   /// options.recompute_blocks, training passes save only each block's input and recompute the
   /// block in the backward (same gradients, one more forward pass of the blocks).
-  Variable forward(const Tensor& ids, const Tensor& key_mask = Tensor()) const;
+  /// segment_ids: undefined or [B, N] integers, packed documents (a document's tokens
+  /// contiguous): no attention or state crosses documents, and absolute position embeddings
+  /// restart at each document, so every document gets the hidden states it gets alone.
+  Variable forward(const Tensor& ids, const Tensor& key_mask = Tensor(),
+                   const Tensor& segment_ids = Tensor()) const;
   /// True when forward_segment() works: a causal stack of linear-attention blocks that carry
   /// their state (nn::LinearAttention::carries_state; no softmax or hybrid blocks).
   bool supports_segments() const;
@@ -44,8 +48,14 @@ class Encoder : public nn::Module {
   /// block continuing from states[i] (empty or undefined entries: the start of the sequence).
   /// Segments chained through their states give the hidden states of the whole sequence, and
   /// through autograd its gradients. Throws rota::Error when !supports_segments().
-  Segment forward_segment(const Tensor& ids, int64_t offset,
-                          const std::vector<Variable>& states) const;
+  /// With segment_ids [B, N], the states continue each row's first document (whose positions
+  /// continue from offset) and the returned ones are its last document's.
+  /// positions: the absolute encodings' per-token positions [B, N] (i64) when the segment is
+  /// part of a packed window (document_positions of the whole window, narrowed); undefined:
+  /// derived from segment_ids with the first document continuing from offset.
+  Segment forward_segment(const Tensor& ids, int64_t offset, const std::vector<Variable>& states,
+                          const Tensor& segment_ids = Tensor(),
+                          const Tensor& positions = Tensor()) const;
   /// True when step() works: every block linear (recurrent state), or a causal hybrid stack
   /// (linear blocks keep their recurrent state, softmax blocks a key/value cache). An
   /// all-softmax model: false (generate with full forward passes).
@@ -58,10 +68,16 @@ class Encoder : public nn::Module {
   const TransformerBlock& block(int64_t i) const { return *(*blocks_)[i]; }
   const nn::Embedding& embedding() const { return *embed_; }
   const ModelOptions& options() const { return options_; }
+  /// Each token's position in its document for segment_ids [B, N]: offset + t in a row's first
+  /// document, t − (the document's first column) in the later ones → i64 [B, N].
+  static Tensor document_positions(const Tensor& segment_ids, int64_t offset);
 
  private:
-  /// Token embeddings (scaled) plus absolute positions starting at `offset`: [B, N, E].
-  Variable embed(const Tensor& ids, int64_t offset) const;
+  /// Token embeddings (scaled) plus absolute positions starting at `offset`: [B, N, E]. With
+  /// segment_ids the positions restart at each document after a row's first; `positions`
+  /// [B, N], when defined, gives them directly.
+  Variable embed(const Tensor& ids, int64_t offset, const Tensor& segment_ids,
+                 const Tensor& positions = Tensor()) const;
 
   ModelOptions options_;
   std::shared_ptr<nn::Embedding> embed_;

@@ -31,17 +31,17 @@ Variable CausalLm::project(const Variable& hidden) const {
   return matmul(hidden, encoder_->embedding().weight(), false, true);
 }
 
-Variable CausalLm::forward(const Tensor& ids) const {
-  return project(encoder_->forward(ids));
+Variable CausalLm::forward(const Tensor& ids, const Tensor& segment_ids) const {
+  return project(encoder_->forward(ids, Tensor(), segment_ids));
 }
 
-Variable CausalLm::loss(const Tensor& ids, const Tensor& targets) const {
+Variable CausalLm::loss(const Tensor& ids, const Tensor& targets, const Tensor& segment_ids) const {
   const int64_t segment = encoder_->options().segment_length;
   if (segment > 0 && ids.dim() == 2 && ids.size(1) > segment) {
-    return segmented_loss(ids, targets, segment);
+    return segmented_loss(ids, targets, segment, segment_ids);
   }
   // Fused projection + cross-entropy: the [B, N, V] logits of forward() are never formed.
-  const Variable hidden = encoder_->forward(ids);
+  const Variable hidden = encoder_->forward(ids, Tensor(), segment_ids);
   if (lm_head_) return linear_cross_entropy(hidden, lm_head_->weight(), lm_head_->bias(), targets);
   return linear_cross_entropy(hidden, encoder_->embedding().weight(), Variable(), targets);
 }
@@ -64,7 +64,8 @@ void check_ids_and_targets(const Tensor& ids, const Tensor& targets, const char*
 
 Variable CausalLm::summed_loss_from(const Tensor& ids, const Tensor& targets, int64_t offset,
                                     int64_t segment_length, std::vector<Variable> states,
-                                    std::vector<Variable>& final_states) const {
+                                    std::vector<Variable>& final_states,
+                                    const Tensor& segment_ids) const {
   ROTA_CHECK(encoder_->supports_segments(),
              "model: train.segment_length and train.carry_state need a causal LM whose blocks "
              "are all linear attention (softmax and hybrid stacks have no fixed-size state)");
@@ -73,12 +74,22 @@ Variable CausalLm::summed_loss_from(const Tensor& ids, const Tensor& targets, in
   const std::shared_ptr<Encoder> encoder = encoder_;
   const std::shared_ptr<nn::Linear> head = lm_head_;
   const int64_t n = ids.size(1);
+  // Packed documents: each token's position in its document, for the absolute encodings.
+  const Tensor positions =
+      segment_ids.defined() ? Encoder::document_positions(segment_ids, offset) : Tensor();
+  // Columns [start, start + len) of x, or undefined.
+  const auto columns = [](const Tensor& x, int64_t start, int64_t len) {
+    return x.defined() ? x.narrow(1, start, len).contiguous() : Tensor();
+  };
   // states in → {Σ of the token losses of [start, start + len), states out}
-  const auto piece = [encoder, head, offset](const Tensor& piece_ids, const Tensor& piece_targets,
-                                             int64_t start) {
-    return [encoder, head, piece_ids, piece_targets,
+  const auto piece = [&, encoder, head, offset](int64_t start, int64_t len) {
+    return [encoder, head, piece_ids = columns(ids, start, len),
+            piece_targets = columns(targets, start, len),
+            piece_documents = columns(segment_ids, start, len),
+            piece_positions = columns(positions, start, len),
             position = offset + start](const std::vector<Variable>& in) {
-      Encoder::Segment s = encoder->forward_segment(piece_ids, position, in);
+      Encoder::Segment s =
+          encoder->forward_segment(piece_ids, position, in, piece_documents, piece_positions);
       const Variable weight = head ? head->weight() : encoder->embedding().weight();
       const Variable bias = head ? head->bias() : Variable();
       std::vector<Variable> out{
@@ -88,7 +99,7 @@ Variable CausalLm::summed_loss_from(const Tensor& ids, const Tensor& targets, in
     };
   };
   if (segment_length == 0) {  // one piece: no recomputation
-    const std::vector<Variable> out = piece(ids, targets, 0)(states);
+    const std::vector<Variable> out = piece(0, n)(states);
     final_states.assign(out.begin() + 1, out.end());
     return out[0];
   }
@@ -96,10 +107,7 @@ Variable CausalLm::summed_loss_from(const Tensor& ids, const Tensor& targets, in
   for (int64_t start = 0; start < n; start += segment_length) {
     const int64_t len = std::min(segment_length, n - start);
     const std::vector<Variable> out =
-        recomputed("segment",
-                   piece(ids.narrow(1, start, len).contiguous(),
-                         targets.narrow(1, start, len).contiguous(), start),
-                   states, parameters(), dropout_gen_);
+        recomputed("segment", piece(start, len), states, parameters(), dropout_gen_);
     total = total.defined() ? total + out[0] : out[0];
     states.assign(out.begin() + 1, out.end());
   }
@@ -107,12 +115,13 @@ Variable CausalLm::summed_loss_from(const Tensor& ids, const Tensor& targets, in
   return total;
 }
 
-Variable CausalLm::segmented_loss(const Tensor& ids, const Tensor& targets,
-                                  int64_t segment_length) const {
+Variable CausalLm::segmented_loss(const Tensor& ids, const Tensor& targets, int64_t segment_length,
+                                  const Tensor& segment_ids) const {
   ROTA_CHECK(segment_length >= 1, "model: segment length must be >= 1, got {}", segment_length);
   check_ids_and_targets(ids, targets, "model");
   std::vector<Variable> final_states;
-  const Variable total = summed_loss_from(ids, targets, 0, segment_length, {}, final_states);
+  const Variable total =
+      summed_loss_from(ids, targets, 0, segment_length, {}, final_states, segment_ids);
   return total / static_cast<double>(target_count(targets));
 }
 
@@ -130,7 +139,7 @@ Variable CausalLm::continued_loss(const Tensor& ids, const Tensor& targets,
   std::vector<Variable> final_states;
   const Variable total =
       summed_loss_from(ids, targets, carried.position, segment > 0 && segment < n ? segment : 0,
-                       std::move(states), final_states);
+                       std::move(states), final_states, Tensor());
   carried.position += n;
   carried.states.clear();
   for (const Variable& state : final_states) carried.states.push_back(state.data());
@@ -138,10 +147,12 @@ Variable CausalLm::continued_loss(const Tensor& ids, const Tensor& targets,
 }
 
 Tensor CausalLm::token_losses(const Tensor& ids, const Tensor& targets, int64_t rows_per_chunk,
-                              CarriedState* carried) const {
+                              CarriedState* carried, const Tensor& segment_ids) const {
   check_ids_and_targets(ids, targets, "token_losses");
   ROTA_CHECK(rows_per_chunk >= 1, "token_losses: rows_per_chunk must be >= 1, got {}",
              rows_per_chunk);
+  ROTA_CHECK(carried == nullptr || !segment_ids.defined(),
+             "token_losses: a carried state and packed documents do not combine yet");
   NoGradGuard no_grad;
   const int64_t n = ids.size(1);
   const int64_t option_segment = encoder_->options().segment_length;
@@ -158,13 +169,17 @@ Tensor CausalLm::token_losses(const Tensor& ids, const Tensor& targets, int64_t 
                            encoder_->embedding().weight().dtype());
     std::vector<Variable> states;
     const int64_t offset = carried ? carried->position : 0;
+    const Tensor positions =
+        segment_ids.defined() ? Encoder::document_positions(segment_ids, offset) : Tensor();
     if (carried) {
       for (const Tensor& state : carried->states) states.emplace_back(state);
     }
     for (int64_t start = 0; start < n; start += segment) {
       const int64_t len = std::min(segment, n - start);
-      Encoder::Segment s =
-          encoder_->forward_segment(ids.narrow(1, start, len).contiguous(), offset + start, states);
+      Encoder::Segment s = encoder_->forward_segment(
+          ids.narrow(1, start, len).contiguous(), offset + start, states,
+          segment_ids.defined() ? segment_ids.narrow(1, start, len).contiguous() : Tensor(),
+          positions.defined() ? positions.narrow(1, start, len).contiguous() : Tensor());
       hidden.narrow(1, start, len).copy_from(s.hidden.data());
       states = std::move(s.states);
     }
@@ -174,7 +189,7 @@ Tensor CausalLm::token_losses(const Tensor& ids, const Tensor& targets, int64_t 
       for (const Variable& state : states) carried->states.push_back(state.data());
     }
   } else {
-    hidden = encoder_->forward(ids).data();
+    hidden = encoder_->forward(ids, Tensor(), segment_ids).data();
   }
   const int64_t rows = ids.numel();
   const Tensor flat_hidden = hidden.reshape({rows, hidden.size(-1)});
@@ -204,18 +219,22 @@ MaskedLm::MaskedLm(const ModelOptions& o, Generator& init_gen,
   mlm_bias_ = register_parameter("mlm_bias", zeros({o.vocab_size}, o.dtype));
 }
 
-Variable MaskedLm::hidden(const Tensor& ids, const Tensor& key_mask) const {
-  return mlm_norm_->forward(encoder_->forward(ids, key_mask));
+Variable MaskedLm::hidden(const Tensor& ids, const Tensor& key_mask,
+                          const Tensor& segment_ids) const {
+  return mlm_norm_->forward(encoder_->forward(ids, key_mask, segment_ids));
 }
 
-Variable MaskedLm::forward(const Tensor& ids, const Tensor& key_mask) const {
-  return matmul(hidden(ids, key_mask), encoder_->embedding().weight(), false, true) + mlm_bias_;
+Variable MaskedLm::forward(const Tensor& ids, const Tensor& key_mask,
+                           const Tensor& segment_ids) const {
+  return matmul(hidden(ids, key_mask, segment_ids), encoder_->embedding().weight(), false, true) +
+         mlm_bias_;
 }
 
-Variable MaskedLm::loss(const Tensor& ids, const Tensor& targets, const Tensor& key_mask) const {
+Variable MaskedLm::loss(const Tensor& ids, const Tensor& targets, const Tensor& key_mask,
+                        const Tensor& segment_ids) const {
   // Fused projection + cross-entropy: only the masked (non-ignored) rows get logits.
-  return linear_cross_entropy(hidden(ids, key_mask), encoder_->embedding().weight(), mlm_bias_,
-                              targets);
+  return linear_cross_entropy(hidden(ids, key_mask, segment_ids), encoder_->embedding().weight(),
+                              mlm_bias_, targets);
 }
 
 Classifier::Classifier(const ModelOptions& o, Generator& init_gen,

@@ -23,11 +23,15 @@ class CausalLm : public nn::Module {
 
   CausalLm(const ModelOptions& options, Generator& init_gen,
            std::shared_ptr<Generator> dropout_gen);
-  /// ids [B, N] → logits [B, N, V].
-  Variable forward(const Tensor& ids) const;
+  /// ids [B, N] → logits [B, N, V]. segment_ids: undefined or [B, N] integers, packed
+  /// documents (Encoder::forward): each document's logits are those it gets alone.
+  Variable forward(const Tensor& ids, const Tensor& segment_ids = Tensor()) const;
   /// Mean cross-entropy of next-token targets [B, N] (ignore_index −100). With
   /// options.segment_length S > 0 and N > S, computed segment by segment (segmented_loss).
-  Variable loss(const Tensor& ids, const Tensor& targets) const;
+  /// segment_ids as in forward (a target that crosses into the next document is the caller's
+  /// to ignore).
+  Variable loss(const Tensor& ids, const Tensor& targets,
+                const Tensor& segment_ids = Tensor()) const;
   /// The same mean over segments of `segment_length` tokens: each segment continues from the
   /// attention states the one before left (Encoder::forward_segment) and is one recomputed
   /// node (autograd/recompute.h) that keeps only those states, so the memory of a training
@@ -35,7 +39,8 @@ class CausalLm : public nn::Module {
   /// value and gradients as the whole sequence up to rounding (the sum runs per segment), and
   /// the same without dropout; with dropout the masks are drawn segment by segment. Needs
   /// Encoder::supports_segments().
-  Variable segmented_loss(const Tensor& ids, const Tensor& targets, int64_t segment_length) const;
+  Variable segmented_loss(const Tensor& ids, const Tensor& targets, int64_t segment_length,
+                          const Tensor& segment_ids = Tensor()) const;
   /// Mean cross-entropy of a window that continues `carried`: positions carried.position …,
   /// every block starting from its carried state. On return `carried` holds the state after
   /// the window (detached) and the next position. In segments of options.segment_length when
@@ -50,7 +55,7 @@ class CausalLm : public nn::Module {
   /// With `carried` (not null), the window continues it as in continued_loss and `carried`
   /// moves past the window.
   Tensor token_losses(const Tensor& ids, const Tensor& targets, int64_t rows_per_chunk = 1024,
-                      CarriedState* carried = nullptr) const;
+                      CarriedState* carried = nullptr, const Tensor& segment_ids = Tensor()) const;
   /// True for linear attention and for hybrid stacks (softmax blocks keep a key/value cache);
   /// false for an all-softmax model, whose step() throws (a generator then runs full forward
   /// passes over the growing sequence).
@@ -69,7 +74,7 @@ class CausalLm : public nn::Module {
   /// states after the last token.
   Variable summed_loss_from(const Tensor& ids, const Tensor& targets, int64_t offset,
                             int64_t segment_length, std::vector<Variable> states,
-                            std::vector<Variable>& final_states) const;
+                            std::vector<Variable>& final_states, const Tensor& segment_ids) const;
   std::shared_ptr<Encoder> encoder_;
   std::shared_ptr<nn::Linear> lm_head_;
   std::shared_ptr<Generator> dropout_gen_;  // restored when a segment is recomputed
@@ -81,14 +86,17 @@ class MaskedLm : public nn::Module {
  public:
   MaskedLm(const ModelOptions& options, Generator& init_gen,
            std::shared_ptr<Generator> dropout_gen);
-  /// ids [B, N], key_mask [B, N] (1 real, 0 padding) → logits [B, N, V].
-  Variable forward(const Tensor& ids, const Tensor& key_mask = Tensor()) const;
+  /// ids [B, N], key_mask [B, N] (1 real, 0 padding) → logits [B, N, V]. segment_ids:
+  /// undefined or [B, N] integers, packed documents (Encoder::forward).
+  Variable forward(const Tensor& ids, const Tensor& key_mask = Tensor(),
+                   const Tensor& segment_ids = Tensor()) const;
   /// Cross-entropy over the masked positions (targets −100 elsewhere).
-  Variable loss(const Tensor& ids, const Tensor& targets, const Tensor& key_mask = Tensor()) const;
+  Variable loss(const Tensor& ids, const Tensor& targets, const Tensor& key_mask = Tensor(),
+                const Tensor& segment_ids = Tensor()) const;
 
  private:
   /// The normalised hidden states the tied output projection reads: [B, N, E].
-  Variable hidden(const Tensor& ids, const Tensor& key_mask) const;
+  Variable hidden(const Tensor& ids, const Tensor& key_mask, const Tensor& segment_ids) const;
 
   std::shared_ptr<Encoder> encoder_;
   std::shared_ptr<nn::LayerNorm> mlm_norm_;

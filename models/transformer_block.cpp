@@ -109,10 +109,12 @@ const nn::RelativeAttentionEncoding* TransformerBlock::relative_encoding() const
   return softmax_attn_ ? softmax_attn_->relative_encoding().get() : nullptr;
 }
 
-Variable TransformerBlock::attend(const Variable& x, const Tensor& key_mask) const {
-  if (linear_attn_) return linear_attn_->forward(x, key_mask);
+Variable TransformerBlock::attend(const Variable& x, const Tensor& key_mask,
+                                  const Tensor& segment_ids) const {
+  if (linear_attn_) return linear_attn_->forward(x, key_mask, 0, segment_ids);
   nn::SoftmaxAttentionInputs inputs;
   inputs.key_padding_mask = key_mask;
+  inputs.segment_ids = segment_ids;
   if (softmax_options_.stream_chunk > 0) {
     inputs.visibility_mask = nn::chunk_visibility_mask(x.size(1), softmax_options_.stream_chunk,
                                                        softmax_options_.stream_left_memory);
@@ -120,26 +122,29 @@ Variable TransformerBlock::attend(const Variable& x, const Tensor& key_mask) con
   return softmax_attn_->forward(x, inputs);
 }
 
-Variable TransformerBlock::forward(const Variable& x, const Tensor& key_mask) const {
+Variable TransformerBlock::forward(const Variable& x, const Tensor& key_mask,
+                                   const Tensor& segment_ids) const {
   if (placement_ == NormPlacement::kPre) {
-    const Variable h = x + dropout_->forward(attend(ln1_->forward(x), key_mask));
+    const Variable h = x + dropout_->forward(attend(ln1_->forward(x), key_mask, segment_ids));
     return h + dropout_->forward(ffn_->forward(ln2_->forward(h)));
   }
-  const Variable h = ln1_->forward(x + dropout_->forward(attend(x, key_mask)));
+  const Variable h = ln1_->forward(x + dropout_->forward(attend(x, key_mask, segment_ids)));
   return ln2_->forward(h + dropout_->forward(ffn_->forward(h)));
 }
 
 nn::LinearAttention::Segment TransformerBlock::forward_segment(const Variable& x, int64_t offset,
-                                                               const Variable& state) const {
+                                                               const Variable& state,
+                                                               const Tensor& segment_ids) const {
   ROTA_CHECK(linear_attn_ != nullptr,
              "TransformerBlock: segments with a carried state need linear attention; a softmax "
              "block has no fixed-size state");
   if (placement_ == NormPlacement::kPre) {
-    nn::LinearAttention::Segment a = linear_attn_->forward_segment(ln1_->forward(x), offset, state);
+    nn::LinearAttention::Segment a =
+        linear_attn_->forward_segment(ln1_->forward(x), offset, state, segment_ids);
     const Variable h = x + dropout_->forward(a.output);
     return {h + dropout_->forward(ffn_->forward(ln2_->forward(h))), a.state};
   }
-  nn::LinearAttention::Segment a = linear_attn_->forward_segment(x, offset, state);
+  nn::LinearAttention::Segment a = linear_attn_->forward_segment(x, offset, state, segment_ids);
   const Variable h = ln1_->forward(x + dropout_->forward(a.output));
   return {ln2_->forward(h + dropout_->forward(ffn_->forward(h))), a.state};
 }

@@ -37,14 +37,17 @@ class TransformerBlock : public nn::Module {
                    std::shared_ptr<Generator> dropout_gen,
                    const SharedAttentionEncoding& shared = {});
   /// x: [B, N, E]; key_mask: bidirectional only, [B, N] (0 = padding). Softmax streaming models
-  /// also apply the chunk visibility mask [N, N].
-  Variable forward(const Variable& x, const Tensor& key_mask = Tensor()) const;
+  /// also apply the chunk visibility mask [N, N]. segment_ids: undefined or [B, N] integers,
+  /// packed documents: attention (and a linear layer's state) stays inside each document.
+  Variable forward(const Variable& x, const Tensor& key_mask = Tensor(),
+                   const Tensor& segment_ids = Tensor()) const;
   /// One segment of a longer causal sequence: x [B, N, E] at positions offset … offset + N − 1,
   /// the attention continuing from `state` (nn::LinearAttention::forward_segment); returns the
   /// output and the attention's state after the segment. Linear attention that carries_state()
   /// only; throws rota::Error otherwise.
   nn::LinearAttention::Segment forward_segment(const Variable& x, int64_t offset,
-                                               const Variable& state) const;
+                                               const Variable& state,
+                                               const Tensor& segment_ids = Tensor()) const;
   /// One token: x [B, E] with this block's recurrent state (no gradient). Linear attention only:
   /// throws rota::Error for softmax attention.
   Tensor step(const Tensor& x, nn::LinearAttentionState& state) const;
@@ -61,7 +64,7 @@ class TransformerBlock : public nn::Module {
   const nn::RelativeAttentionEncoding* relative_encoding() const;
 
  private:
-  Variable attend(const Variable& x, const Tensor& key_mask) const;
+  Variable attend(const Variable& x, const Tensor& key_mask, const Tensor& segment_ids) const;
 
   NormPlacement placement_;
   SoftmaxModelOptions softmax_options_;

@@ -11,9 +11,11 @@ namespace rota {
 /// q, k: [..., N, F], v: [..., N, D], beta: [..., N] (in (0, 1), e.g. a sigmoid), log_gate:
 /// undefined (DeltaNet, α ≡ 1) or [..., N] with g_t ≤ 0 (Gated DeltaNet) → [..., N, D].
 /// Keys are used as given (normalise them first). Gradients for q, k, v, beta and log_gate.
+/// segment_ids: undefined or [B, N] integers, packed documents (q as [B, H, N, F]): each
+/// document runs as a sequence of its own (backend::delta_rule_attention_forward).
 Variable delta_rule_attention(const Variable& q, const Variable& k, const Variable& v,
                               const Variable& beta, const Variable& log_gate,
-                              int64_t chunk_size = 64);
+                              int64_t chunk_size = 64, const Tensor& segment_ids = Tensor());
 
 /// delta_rule_attention continuing from an earlier segment: initial_state S₀ [..., F, D]
 /// (undefined = zeros) replaces the zero start state, and the outputs are o and the final state
@@ -23,6 +25,7 @@ CausalAttentionWithState delta_rule_attention_with_state(const Variable& q, cons
                                                          const Variable& v, const Variable& beta,
                                                          const Variable& log_gate,
                                                          const Variable& initial_state,
-                                                         int64_t chunk_size = 64);
+                                                         int64_t chunk_size = 64,
+                                                         const Tensor& segment_ids = Tensor());
 
 }  // namespace rota

@@ -18,6 +18,8 @@ struct AttentionCall {
   int64_t window = 0;        // W >= 1: key j visible only when query_offset + i − j < W; 0: all
   Tensor key_padding_mask;   // undefined, or [B, Nk] with 0 for padding keys
   Tensor visibility_mask;    // undefined, or [Nq, Nk] with 0 where key j is hidden from query i
+  Tensor segment_ids;        // undefined, or [B, Nk] packed documents: key j is hidden from
+                             // query i unless segment_ids[b, j] == segment_ids[b, off + i]
   double dropout = 0.0;      // attention dropout on the probabilities (training only)
   Generator* generator = nullptr;  // dropout stream (required when dropout > 0 and training)
   bool training = false;

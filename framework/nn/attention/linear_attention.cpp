@@ -152,29 +152,32 @@ Tensor LinearAttention::decay_rates(DType dtype) const {
 }
 
 Variable LinearAttention::gated_attention(Variable q, Variable k, const Variable& v,
-                                          const Variable& x, Segment* segment) const {
+                                          const Variable& x, Segment* segment,
+                                          const Tensor& segment_ids) const {
   const Variable log_gate = state_gate_->log_gate(x);
   if (state_gate_->options().rule == UpdateRule::kDelta) {
     q = l2_normalize(q);
     k = l2_normalize(k);
     const Variable per_step = log_gate.defined() ? squeeze(log_gate, -1) : Variable();
     if (segment) {
-      CausalAttentionWithState carried = delta_rule_attention_with_state(
-          q, k, v, state_gate_->beta(x), per_step, segment->state, options_.chunk_size);
+      CausalAttentionWithState carried =
+          delta_rule_attention_with_state(q, k, v, state_gate_->beta(x), per_step, segment->state,
+                                          options_.chunk_size, segment_ids);
       segment->state = carried.final_state;
       return carried.output;
     }
-    return delta_rule_attention(q, k, v, state_gate_->beta(x), per_step, options_.chunk_size);
+    return delta_rule_attention(q, k, v, state_gate_->beta(x), per_step, options_.chunk_size,
+                                segment_ids);
   }
   const Variable key_scale = state_gate_->key_scale(x);
   if (key_scale.defined()) k = k * key_scale;
   if (segment) {
-    CausalAttentionWithState carried =
-        gated_linear_attention_with_state(q, k, v, log_gate, segment->state, options_.chunk_size);
+    CausalAttentionWithState carried = gated_linear_attention_with_state(
+        q, k, v, log_gate, segment->state, options_.chunk_size, segment_ids);
     segment->state = carried.final_state;
     return carried.output;
   }
-  return gated_linear_attention(q, k, v, log_gate, options_.chunk_size);
+  return gated_linear_attention(q, k, v, log_gate, options_.chunk_size, segment_ids);
 }
 
 Variable LinearAttention::finish(const Variable& heads_out, const Variable& x) const {
@@ -190,8 +193,9 @@ Variable LinearAttention::finish(const Variable& heads_out, const Variable& x) c
   return out_proj_->forward(merged);
 }
 
-Variable LinearAttention::forward(const Variable& x, const Tensor& key_mask, int64_t offset) const {
-  return attend(x, key_mask, offset, nullptr);
+Variable LinearAttention::forward(const Variable& x, const Tensor& key_mask, int64_t offset,
+                                  const Tensor& segment_ids) const {
+  return attend(x, key_mask, offset, nullptr, segment_ids);
 }
 
 bool LinearAttention::carries_state() const {
@@ -199,18 +203,19 @@ bool LinearAttention::carries_state() const {
 }
 
 LinearAttention::Segment LinearAttention::forward_segment(const Variable& x, int64_t offset,
-                                                          const Variable& state) const {
+                                                          const Variable& state,
+                                                          const Tensor& segment_ids) const {
   ROTA_CHECK(carries_state(),
              "LinearAttention: segments with a carried state need a causal layer (a "
              "bidirectional layer's keys come from both sides)");
   ROTA_CHECK(offset >= 0, "LinearAttention: segment offset {} must be >= 0", offset);
   Segment segment{Variable(), state};
-  segment.output = attend(x, Tensor(), offset, &segment);
+  segment.output = attend(x, Tensor(), offset, &segment, segment_ids);
   return segment;
 }
 
 Variable LinearAttention::attend(const Variable& x, const Tensor& key_mask, int64_t offset,
-                                 Segment* segment) const {
+                                 Segment* segment, const Tensor& segment_ids) const {
   ROTA_CHECK(x.dim() == 3 && x.size(2) == options_.dim,
              "LinearAttention: input {} must be [B, N, {}]", shape_str(x.shape()), options_.dim);
   ROTA_CHECK(!key_mask.defined() || !options_.causal,
@@ -237,15 +242,16 @@ Variable LinearAttention::attend(const Variable& x, const Tensor& key_mask, int6
   }
   Variable out;
   if (state_gate_) {
-    out = gated_attention(q, k, v, x, segment);
+    out = gated_attention(q, k, v, x, segment, segment_ids);
   } else if (segment) {
-    CausalAttentionWithState carried =
-        causal_linear_attention_with_state(q, k, v, segment->state, options_.chunk_size, decay);
+    CausalAttentionWithState carried = causal_linear_attention_with_state(
+        q, k, v, segment->state, options_.chunk_size, decay, segment_ids);
     out = carried.output;
     segment->state = carried.final_state;
   } else {
-    out = options_.causal ? causal_linear_attention(q, k, v, options_.chunk_size, decay)
-                          : bidirectional_linear_attention(q, k, v, key_mask);
+    out = options_.causal
+              ? causal_linear_attention(q, k, v, options_.chunk_size, decay, segment_ids)
+              : bidirectional_linear_attention(q, k, v, key_mask, segment_ids);
   }
   if (with_denominator) {
     const auto parts = split(out, {d, 1}, -1);

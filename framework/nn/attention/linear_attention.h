@@ -70,8 +70,11 @@ class LinearAttention : public Module {
   LinearAttention(const LinearAttentionOptions& options, Generator& gen);
 
   /// x: [B, N, E] → [B, N, E]. key_mask: bidirectional only, [B, N] with 0 for padding.
-  /// offset: position of the first row (for continuing a sequence).
-  Variable forward(const Variable& x, const Tensor& key_mask = Tensor(), int64_t offset = 0) const;
+  /// offset: position of the first row (for continuing a sequence). segment_ids: undefined or
+  /// [B, N] integers, packed documents: attention and state stay inside each document (the
+  /// relative encodings see the same position differences as in the document alone).
+  Variable forward(const Variable& x, const Tensor& key_mask = Tensor(), int64_t offset = 0,
+                   const Tensor& segment_ids = Tensor()) const;
 
   /// Whether forward_segment() works: a causal layer (every causal kernel carries its state).
   bool carries_state() const;
@@ -85,7 +88,10 @@ class LinearAttention : public Module {
     Variable output;
     Variable state;
   };
-  Segment forward_segment(const Variable& x, int64_t offset, const Variable& state) const;
+  /// With segment_ids, `state` continues the segment's first document and the state returned
+  /// is its last one's.
+  Segment forward_segment(const Variable& x, int64_t offset, const Variable& state,
+                          const Tensor& segment_ids = Tensor()) const;
 
   /// A fresh generation state for batch size B.
   LinearAttentionState initial_state(int64_t batch) const;
@@ -111,13 +117,13 @@ class LinearAttention : public Module {
   /// layer input x [B, N, E] → [B, H, N, D].
   /// With `segment`: from segment->state, leaving the final state there.
   Variable gated_attention(Variable q, Variable k, const Variable& v, const Variable& x,
-                           Segment* segment) const;
+                           Segment* segment, const Tensor& segment_ids) const;
   /// [B, H, N, D] → [B, N, E] → norm → (⊙ gate(x)) → out_proj; x: [B, N, E] the layer input.
   Variable finish(const Variable& heads_out, const Variable& x) const;
   /// forward() and forward_segment(): with `segment`, the causal kernel starts from
   /// segment->state and leaves the final state there.
-  Variable attend(const Variable& x, const Tensor& key_mask, int64_t offset,
-                  Segment* segment) const;
+  Variable attend(const Variable& x, const Tensor& key_mask, int64_t offset, Segment* segment,
+                  const Tensor& segment_ids) const;
 
   LinearAttentionOptions options_;
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_, gate_proj_;

@@ -21,6 +21,7 @@ backend::SoftmaxAttentionMasks softmax_masks(const AttentionCall& call) {
   masks.window = call.window;
   masks.key_padding_mask = call.key_padding_mask;
   masks.visibility_mask = call.visibility_mask;
+  masks.segment_ids = call.segment_ids;
   return masks;
 }
 
@@ -162,6 +163,7 @@ Variable SoftmaxAttention::attend(const Variable& q_in, const Variable& k_in, co
   call.window = options_.window;
   call.key_padding_mask = inputs.key_padding_mask;
   call.visibility_mask = inputs.visibility_mask;
+  call.segment_ids = inputs.segment_ids;
   call.dropout = options_.dropout;
   call.generator = dropout_gen_.get();
   call.training = is_training();

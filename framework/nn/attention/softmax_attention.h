@@ -72,6 +72,7 @@ struct SoftmaxAttentionInputs {
   Tensor key_padding_mask;   // undefined or [B, Nk], 0 = padding
   Tensor visibility_mask;    // undefined or [Nq, Nk], 0 = hidden (e.g. a chunk mask)
   int64_t query_offset = 0;  // query i sits at key position query_offset + i (never inferred)
+  Tensor segment_ids;        // undefined or [B, Nk]: packed documents (AttentionCall)
 };
 
 /// What one-token-at-a-time (causal) self-attention carries between steps: the projected keys

@@ -1,8 +1,10 @@
 // Absolute position embeddings.
 #include "framework/nn/position/absolute.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "framework/autograd/ops/embedding.h"
 #include "framework/autograd/ops/shape.h"
 #include "framework/nn/init.h"
 
@@ -27,6 +29,17 @@ Variable SinusoidalPositionEmbedding::forward(int64_t n, int64_t offset) const {
   return Variable(tensor_from(table, {n, dim_}, dtype_));
 }
 
+Variable SinusoidalPositionEmbedding::at(const Tensor& positions) const {
+  const std::vector<double> where = positions.to_double_vector();
+  double largest = 0;
+  for (double p : where) {
+    ROTA_CHECK(p >= 0, "SinusoidalPositionEmbedding: position {} < 0", p);
+    largest = std::max(largest, p);
+  }
+  const auto rows = static_cast<int64_t>(largest) + 1;
+  return embedding(positions, forward(where.empty() ? 0 : rows, 0));
+}
+
 LearnedPositionEmbedding::LearnedPositionEmbedding(int64_t max_positions, int64_t dim,
                                                    Generator& gen, double init_std, DType dtype)
     : max_positions_(max_positions) {
@@ -43,6 +56,16 @@ Variable LearnedPositionEmbedding::forward(int64_t n, int64_t offset) const {
              "only {} positions (learned absolute positions cannot extrapolate)",
              offset, offset + n - 1, max_positions_);
   return narrow(weight_, 0, offset, n);
+}
+
+Variable LearnedPositionEmbedding::at(const Tensor& positions) const {
+  for (double p : positions.to_double_vector()) {
+    ROTA_CHECK(p >= 0 && p < static_cast<double>(max_positions_),
+               "LearnedPositionEmbedding: position {} requested but the learned table covers only "
+               "{} positions (learned absolute positions cannot extrapolate)",
+               p, max_positions_);
+  }
+  return embedding(positions, weight_);
 }
 
 }  // namespace rota::nn

@@ -13,6 +13,9 @@ class SinusoidalPositionEmbedding : public Module {
   SinusoidalPositionEmbedding(int64_t dim, DType dtype = DType::kF32, double base = 10000.0);
   /// Rows for positions offset .. offset+n−1: [n, dim] (constant, no gradient).
   Variable forward(int64_t n, int64_t offset = 0) const;
+  /// The rows of per-token positions (i64 [B, N], each >= 0): [B, N, dim] (packed documents,
+  /// whose positions restart at each document).
+  Variable at(const Tensor& positions) const;
 
  private:
   int64_t dim_;
@@ -30,6 +33,9 @@ class LearnedPositionEmbedding : public Module {
                            double init_std = 0.02, DType dtype = DType::kF32);
   /// Rows for positions offset .. offset+n−1: [n, dim].
   Variable forward(int64_t n, int64_t offset = 0) const;
+  /// The rows of per-token positions (i64 [B, N], each in [0, max_positions)): [B, N, dim],
+  /// with the table's gradient.
+  Variable at(const Tensor& positions) const;
   int64_t max_positions() const { return max_positions_; }
 
  private:

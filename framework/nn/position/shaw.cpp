@@ -43,8 +43,17 @@ HiddenMasks hidden_masks(const AttentionCall& call, int64_t batch, int64_t n_q, 
                "ShawRelativeEncoding: key_padding_mask {} must be [B, Nk] = [{}, {}]",
                shape_str(pad.shape()), batch, n_k);
   }
+  const Tensor docs =
+      call.segment_ids.defined() ? call.segment_ids.contiguous().to(DType::kI64) : Tensor();
+  if (docs.defined()) {
+    ROTA_CHECK(docs.dim() == 2 && docs.size(0) == batch && docs.size(1) == n_k &&
+                   call.query_offset + n_q <= n_k,
+               "ShawRelativeEncoding: segment_ids {} must be [B, Nk] = [{}, {}]",
+               shape_str(docs.shape()), batch, n_k);
+  }
   const double* vp = vis.defined() ? vis.data<double>() : nullptr;
   const double* pp = pad.defined() ? pad.data<double>() : nullptr;
+  const int64_t* dp = docs.defined() ? docs.data<int64_t>() : nullptr;
   std::vector<double> hidden(batch * n_q * n_k, 0.0);
   std::vector<double> dead(batch * n_q, 0.0);
   for (int64_t b = 0; b < batch; ++b) {
@@ -55,7 +64,8 @@ HiddenMasks hidden_masks(const AttentionCall& call, int64_t batch, int64_t n_q, 
         const bool h = (call.causal && j > call.query_offset + i) ||
                        (call.window > 0 && call.query_offset + i - j >= call.window) ||
                        (vp != nullptr && vp[i * n_k + j] == 0.0) ||
-                       (pp != nullptr && pp[b * n_k + j] == 0.0);
+                       (pp != nullptr && pp[b * n_k + j] == 0.0) ||
+                       (dp != nullptr && dp[b * n_k + j] != dp[b * n_k + call.query_offset + i]);
         row[j] = h ? 1.0 : 0.0;
         any_visible = any_visible || !h;
       }
