@@ -600,6 +600,9 @@ void check_files(Checker& check, const Recipe& recipe) {
 void check_data(Checker& check, const Recipe& recipe) {
   const Data& data = recipe.data();
   const Model& model = recipe.model();
+  if (data.has_document_separator() && data.document_separator().empty()) {
+    check.fail("data.document_separator", "must not be empty (the text that ends a document)");
+  }
   std::string source_path;
   switch (data.source_case()) {
     case Data::SOURCE_NOT_SET:

@@ -23,6 +23,7 @@
 #include "app/setup/schedule_setup.h"
 #include "app/setup/trainer_setup.h"
 #include "app/tasks/causal_lm_task.h"
+#include "data/tokenizer/huggingface/hf_text.h"
 #include "framework/base/directory_lock.h"
 #include "framework/base/file_io.h"
 #include "framework/distributed/launch.h"
@@ -127,7 +128,8 @@ void log_setup(const recipes::Recipe& recipe, const TrainingSetup& setup,
   }
 }
 
-// train.sample: a continuation of the prompt after a causal LM's training.
+// train.sample: a continuation of the prompt after a causal LM's training. Printed as valid UTF-8
+// (a byte model can end a character half way or make up invalid sequences: U+FFFD for those).
 void print_sample(const recipes::Recipe& recipe, Task& task) {
   auto* causal = dynamic_cast<CausalLmTask*>(&task);
   if (!causal || !recipe.train().has_sample()) return;
@@ -144,7 +146,7 @@ void print_sample(const recipes::Recipe& recipe, Task& task) {
   std::printf("---- sample (temperature %.2g, top-k %lld, seed %llu) ----\n%s\n----\n",
               s.temperature(), static_cast<long long>(s.top_k()),
               static_cast<unsigned long long>(recipe.train().seed()),
-              task.tokenizer().decode(all).c_str());
+              data::hf::to_valid_utf8(task.tokenizer().decode(all)).c_str());
   std::fflush(stdout);
 }
 

@@ -8,6 +8,7 @@
 #include "app/tasks/carried_state_file.h"
 #include "app/tasks/lm_evaluation.h"
 #include "data/dataset/batch.h"
+#include "data/dataset/documents.h"
 #include "framework/autograd/grad_mode.h"
 #include "framework/distributed/sharded_sums.h"
 #include "framework/io/log.h"
@@ -51,8 +52,10 @@ int64_t CausalLmTask::prepare_training_data() {
 train::MicroBatch CausalLmTask::next_micro_batch() {
   prepare_training_data();
   const data::LoaderBatch indices = loader_->next();
-  const data::LmBatch batch = train_data_->batch(indices.indices, indices.epoch);
-  if (!carry_state_) return {model_->loss(batch.tokens, batch.targets), batch.target_count};
+  const data::LmBatch batch = packed(train_data_->batch(indices.indices, indices.epoch));
+  if (!carry_state_) {
+    return {model_->loss(batch.tokens, batch.targets, batch.segment_ids), batch.target_count};
+  }
   // This rank's lanes at their window g: the first continues from nothing (a new epoch).
   const int64_t g = train_data_->lane_step(indices.indices.front());
   if (g == 0) carried_ = {};
@@ -60,6 +63,11 @@ train::MicroBatch CausalLmTask::next_micro_batch() {
              "train: the carried state is at position {}, but window {} of the lanes starts at {}",
              carried_.position, g, g * train_data_->seq_len());
   return {model_->continued_loss(batch.tokens, batch.targets, carried_), batch.target_count};
+}
+
+data::LmBatch CausalLmTask::packed(data::LmBatch batch) const {
+  if (document_separator() >= 0) data::mark_causal_documents(batch, document_separator());
+  return batch;
 }
 
 void CausalLmTask::save_state(io::TrainState& state) const {
@@ -186,10 +194,10 @@ train::Metrics CausalLmTask::evaluate_split(const std::string& split, int64_t ma
   data::BatchLoader loader(dataset.size(), evaluation_loader_options());
   const LmLossTotals totals = lm_loss_totals(
       communicator(), loader, max_batches,
-      [&](const std::vector<int64_t>& indices) { return dataset.batch(indices); },
+      [&](const std::vector<int64_t>& indices) { return packed(dataset.batch(indices)); },
       [&](const data::LmBatch& batch) {
         check_batch_memory(batch.tokens);
-        return model_->loss(batch.tokens, batch.targets).item();
+        return model_->loss(batch.tokens, batch.targets, batch.segment_ids).item();
       });
   const int64_t targets = totals.targets;
   ROTA_CHECK(targets > 0, "eval: the {} split has no targets", split);
@@ -245,9 +253,11 @@ std::vector<PositionBucket> CausalLmTask::evaluate_by_position(const std::string
   for (int64_t b = 0; b < batches; ++b) {
     const std::vector<int64_t> indices = loader.next().indices;
     if (!sums.mine(b)) continue;
-    const data::LmBatch batch = dataset.batch(indices);
+    const data::LmBatch batch = packed(dataset.batch(indices));
     check_batch_memory(batch.tokens);
-    const Tensor losses = model_->token_losses(batch.tokens, batch.targets).to(DType::kF64);
+    const Tensor losses =
+        model_->token_losses(batch.tokens, batch.targets, 1024, nullptr, batch.segment_ids)
+            .to(DType::kF64);
     const Tensor targets = batch.targets.contiguous();
     const double* loss = losses.data<double>();
     const int64_t* target = targets.data<int64_t>();
@@ -279,6 +289,7 @@ std::vector<EvalBatch> CausalLmTask::evaluation_batches(const std::string& split
         "evaluation batches: a run with train.carry_state evaluates each split as lanes with "
         "the state carried from batch to batch, which separate batches cannot reproduce");
   }
+  if (document_separator() >= 0) throw packed_batches_refusal();
   const data::CausalLmDataset dataset = eval_dataset(split);
   data::BatchLoader loader(dataset.size(), evaluation_loader_options());
   std::vector<EvalBatch> batches;

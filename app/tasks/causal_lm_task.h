@@ -50,6 +50,8 @@ class CausalLmTask : public Task {
   void for_each_lane_window(
       const std::string& split, int64_t max_batches,
       const std::function<void(const data::LmBatch&, const Tensor&, int64_t)>& score);
+  /// The batch with its documents marked (data.document_separator), or as it is.
+  data::LmBatch packed(data::LmBatch batch) const;
   /// The shapes of one lane's carried states, from a one-token pass of the model.
   std::vector<Tensor> one_lane_states() const;
 

@@ -3,7 +3,9 @@
 
 #include "app/tasks/lm_evaluation.h"
 #include "app/tasks/masked_lm_task.h"
+
 #include "data/dataset/batch.h"
+#include "data/dataset/documents.h"
 #include "data/dataset/mlm_masking.h"
 #include "framework/io/log.h"
 
@@ -41,10 +43,15 @@ int64_t MaskedLmTask::prepare_training_data() {
 train::MicroBatch MaskedLmTask::next_micro_batch() {
   prepare_training_data();
   const data::LoaderBatch indices = loader_->next();
-  const data::LmBatch batch = train_data_->batch(indices.indices, indices.epoch);
+  const data::LmBatch batch = packed(train_data_->batch(indices.indices, indices.epoch));
   // Every real token is read by the model; the loss covers the selected ones.
   const int64_t tokens = batch.tokens.numel();
-  return {model_->loss(batch.tokens, batch.targets, batch.mask), tokens};
+  return {model_->loss(batch.tokens, batch.targets, batch.mask, batch.segment_ids), tokens};
+}
+
+data::LmBatch MaskedLmTask::packed(data::LmBatch batch) const {
+  if (document_separator() >= 0) data::mark_masked_documents(batch, document_separator());
+  return batch;
 }
 
 train::Metrics MaskedLmTask::evaluate_split(const std::string& split, int64_t max_batches) {
@@ -53,10 +60,12 @@ train::Metrics MaskedLmTask::evaluate_split(const std::string& split, int64_t ma
   const LmLossTotals totals = lm_loss_totals(
       communicator(), loader, max_batches,
       // Epoch 0: the same corruption at every evaluation, so numbers are comparable.
-      [&](const std::vector<int64_t>& indices) { return dataset.batch(indices, /*epoch=*/0); },
+      [&](const std::vector<int64_t>& indices) {
+        return packed(dataset.batch(indices, /*epoch=*/0));
+      },
       [&](const data::LmBatch& batch) {
         check_batch_memory(batch.tokens);
-        return model_->loss(batch.tokens, batch.targets, batch.mask).item();
+        return model_->loss(batch.tokens, batch.targets, batch.mask, batch.segment_ids).item();
       });
   const int64_t targets = totals.targets;
   ROTA_CHECK(targets > 0, "eval: no masked positions in the {} split", split);
@@ -66,6 +75,7 @@ train::Metrics MaskedLmTask::evaluate_split(const std::string& split, int64_t ma
 
 std::vector<EvalBatch> MaskedLmTask::evaluation_batches(const std::string& split,
                                                         int64_t max_batches) {
+  if (document_separator() >= 0) throw packed_batches_refusal();
   const data::MaskedLmDataset dataset = make_dataset(split, data::WindowMode::kEval);
   data::BatchLoader loader(dataset.size(), evaluation_loader_options());
   std::vector<EvalBatch> batches;

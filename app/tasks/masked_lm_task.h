@@ -30,6 +30,8 @@ class MaskedLmTask : public Task {
 
  private:
   data::MaskedLmDataset make_dataset(const std::string& split, data::WindowMode mode);
+  /// The batch with its documents marked (data.document_separator), or as it is.
+  data::LmBatch packed(data::LmBatch batch) const;
 
   std::shared_ptr<models::MaskedLm> model_;
   std::optional<data::MaskedLmDataset> train_data_;

@@ -155,6 +155,10 @@ class Task : public train::TrainingTask {
   /// Refuses (recipes::RecipeError) an evaluation batch [B, W] whose forward pass would need
   /// more memory than the budget, before it runs.
   void check_batch_memory(const Tensor& tokens) const;
+  /// data.document_separator's token id, or −1 without packed documents.
+  int64_t document_separator() const { return document_separator_; }
+  /// The refusal of evaluation_batches() for packed documents (EvalBatch has no segment ids).
+  recipes::RecipeError packed_batches_refusal() const;
 
  private:
   /// Refuses (recipes::RecipeError) a model whose estimated memory for its use exceeds the
@@ -163,6 +167,7 @@ class Task : public train::TrainingTask {
 
   std::unique_ptr<data::Corpus> corpus_;
   mutable int64_t checked_batch_tokens_ = 0;  // the largest batch check_batch_memory passed
+  int64_t document_separator_ = -1;           // data.document_separator's id
 };
 
 /// Why data.batch_size does not split into train.gradient_accumulation × `ranks` equal

@@ -29,6 +29,9 @@ struct LmBatch {
   Tensor mask;     // [B, T] f32: 1 at real tokens, 0 at padding
   /// Number of targets that are not kIgnoreIndex (the loss is averaged over these).
   int64_t target_count = 0;
+  /// Packed documents: [B, T] i64, the document of each position; undefined otherwise
+  /// (data/dataset/documents.h).
+  Tensor segment_ids;
 };
 
 /// A sequence-classification batch.

@@ -276,6 +276,21 @@ TEST(TrainCommand, CarriedStatesCrossEpochsAndResumeAnywhere) {
   EXPECT_EQ(position_at(16), "32");
 }
 
+// data.document_separator (every line a document): causal and masked runs resume bit for bit,
+// and packing changes what is learned.
+TEST(TrainCommand, PackedDocumentsResumeBitExactAndChangeTheRun) {
+  const std::string lines = "data.document_separator=\"\\n\"";
+  expect_resume_bit_exact("tiny_causal_lm", {lines, "model.dropout=0.1"});
+  expect_resume_bit_exact("tiny_masked_lm", {lines});
+  TempDir tmp;
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "packed", {lines}), kExitOk);
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "plain", {}), kExitOk);
+  ::testing::internal::GetCapturedStdout();
+  EXPECT_FALSE(read_bytes(latest(tmp / "packed") / io::kModelFile) ==
+               read_bytes(latest(tmp / "plain") / io::kModelFile));
+}
+
 TEST(TrainCommand, ResumeIsBitExactForAClassifierWithAccumulation) {
   expect_resume_bit_exact("tiny_classifier",
                           {"model.dropout=0.1", "train.gradient_accumulation=2"});

@@ -18,8 +18,7 @@
 namespace rota::app {
 namespace {
 
-std::unique_ptr<CausalLmTask> stateful_task(std::vector<std::string> overrides) {
-  overrides.push_back("train.carry_state=true");
+std::unique_ptr<CausalLmTask> causal_task(const std::vector<std::string>& overrides) {
   TaskInputs inputs;
   inputs.recipe = recipes::load_recipe(
       std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb", overrides);
@@ -29,6 +28,11 @@ std::unique_ptr<CausalLmTask> stateful_task(std::vector<std::string> overrides) 
   EXPECT_NE(causal, nullptr);
   task.release();
   return std::unique_ptr<CausalLmTask>(causal);
+}
+
+std::unique_ptr<CausalLmTask> stateful_task(std::vector<std::string> overrides) {
+  overrides.push_back("train.carry_state=true");
+  return causal_task(overrides);
 }
 
 // The independent reading: lane k = inputs [k·L, min((k + 1)·L, U)) of the split (U = N − 1,
@@ -108,6 +112,54 @@ TEST(StatefulEvaluation, SlidingWindowsAndSeparateBatchesAreRefused) {
   task->set_evaluation_stride(32);  // the window itself: nothing slides
   expect_recipe_error([&] { task->evaluation_batches("valid", 1); },
                       "which separate batches cannot reproduce");
+}
+
+// Packed documents (data.document_separator "\n": every line a document): the evaluation of a
+// window scores each of its documents as that document alone would be scored (its own tokens
+// from its first, every target but the separator's), and the evaluation batches refuse.
+TEST(PackedEvaluation, EachDocumentOfAWindowScoresAsItselfAlone) {
+  std::unique_ptr<CausalLmTask> task = causal_task({"data.document_separator=\"\\n\""});
+  task->model().eval();
+  const int64_t separator = task->tokenizer().encode("\n").at(0);
+  const train::Metrics metrics = task->evaluate_split("valid", 2);  // 2 batches of 4 windows
+  const data::TokenStream stream = task->split_tokens("valid");
+  double loss_sum = 0;
+  int64_t targets = 0;
+  NoGradGuard no_grad;
+  for (int64_t w = 0; w < 8; ++w) {
+    std::vector<int64_t> window(33);
+    stream->copy_to(w * 32, 33, window.data());  // 32 inputs and the last target
+    int64_t start = 0;
+    while (start < 32) {
+      int64_t end = start;  // the document: [start, end], ending with a separator or the window
+      while (end < 31 && window[end] != separator) ++end;
+      const int64_t len = end - start + 1;
+      Tensor ids = Tensor::empty({1, len}, DType::kI64);
+      Tensor next = Tensor::empty({1, len}, DType::kI64);
+      for (int64_t t = 0; t < len; ++t) {
+        ids.data<int64_t>()[t] = window[start + t];
+        next.data<int64_t>()[t] = window[start + t + 1];
+      }
+      const std::vector<double> losses =
+          task->causal_lm().token_losses(ids, next).to_double_vector();
+      for (int64_t t = 0; t < len; ++t) {
+        if (window[start + t] == separator) continue;  // a separator predicts nothing
+        loss_sum += losses[t];
+        ++targets;
+      }
+      start = end + 1;
+    }
+  }
+  EXPECT_EQ(train::metric_value(metrics, "tokens"), static_cast<double>(targets));
+  const double loss = loss_sum / static_cast<double>(targets);
+  EXPECT_NEAR(train::metric_value(metrics, "loss"), loss, 2e-6 * loss);
+  expect_recipe_error([&] { task->evaluation_batches("valid", 1); },
+                      "whose document ids separate batches do not carry");
+}
+
+TEST(PackedEvaluation, ASeparatorOfSeveralTokensIsRefused) {
+  expect_recipe_error([] { causal_task({"data.document_separator=\"ab\""}); },
+                      "data.document_separator: 'ab' encodes to 2 tokens");
 }
 
 }  // namespace
