@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "data/tokenizer/huggingface/hf_text.h"
-
 namespace rota::app {
 
 namespace {
@@ -28,9 +26,7 @@ std::string TextStream::finish() {
 }
 
 std::string TextStream::advance(bool final) {
-  // Printed text is valid UTF-8: bytes that form no character (a byte model can make them)
-  // become U+FFFD, so an unfinished character at the end is held back as one.
-  std::string text = data::hf::to_valid_utf8(tokenizer_.decode(ids_));
+  std::string text = tokenizer_.decode(ids_);
   if (!final && text.size() >= 3 && text.compare(text.size() - 3, 3, kReplacement) == 0) {
     text.resize(text.size() - 3);  // an incomplete character may still be completed
   }

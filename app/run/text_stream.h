@@ -13,8 +13,7 @@ namespace rota::app {
 /// vocabulary's spaces, SentencePiece's leading "▁" of a piece) and can cut a UTF-8 character
 /// that spans byte tokens. TextStream decodes the whole sequence so far and hands out only
 /// what it adds to the text already printed, so the printed text always equals one decode of
-/// the whole sequence (holding back a trailing U+FFFD until the character completes). What it
-/// prints is valid UTF-8: bytes that form no character are printed as U+FFFD.
+/// the whole sequence (holding back a trailing U+FFFD until the character completes).
 class TextStream {
  public:
   TextStream(const data::Tokenizer& tokenizer, std::vector<int64_t> prompt);
