@@ -1,6 +1,7 @@
 // Input tensors for tests (see tensor_factory.h).
 #include "tests/support/tensor_factory.h"
 
+#include <cmath>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -31,6 +32,18 @@ Qkv random_qkv(Generator& gen, int64_t b, int64_t h, int64_t n, int64_t f, int64
   Tensor k = randn({b, h, n, f}, gen, 0.0, 1.0, dtype);
   Tensor v = randn({b, h, n, d}, gen, 0.0, 1.0, dtype);
   return {q, k, v};
+}
+
+Tensor l2_normalise_rows(const Tensor& x) {
+  std::vector<double> a = x.to_double_vector();
+  const int64_t f = x.size(-1);
+  for (size_t r = 0; r < a.size(); r += f) {
+    double n2 = 0;
+    for (int64_t e = 0; e < f; ++e) n2 += a[r + e] * a[r + e];
+    const double inv = 1.0 / std::sqrt(n2);
+    for (int64_t e = 0; e < f; ++e) a[r + e] *= inv;
+  }
+  return tensor_from(a, x.shape(), x.dtype());
 }
 
 Tensor iota(const Shape& shape, DType dtype) {

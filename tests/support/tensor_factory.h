@@ -28,6 +28,10 @@ struct Qkv {
 Qkv random_qkv(Generator& gen, int64_t b, int64_t h, int64_t n, int64_t f, int64_t d,
                DType dtype = DType::kF64);
 
+/// Rows of x [..., F] scaled to unit L2 norm (computed in double, stored as x's dtype): the
+/// delta rule's keys.
+Tensor l2_normalise_rows(const Tensor& x);
+
 /// 0, 1, 2, ... (exact) of `shape`, stored as `dtype`.
 Tensor iota(const Shape& shape, DType dtype = DType::kF64);
 

@@ -12,6 +12,7 @@
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/tensor_factory.h"
 
 namespace rota {
 namespace {
@@ -27,12 +28,7 @@ struct Inputs {
 Inputs random_inputs(Generator& gen, int64_t n, bool gated) {
   Inputs in;
   in.q = randn({2, 2, n, 3}, gen, 0, 1, DType::kF64);
-  std::vector<double> k = randn({2, 2, n, 3}, gen, 0, 1, DType::kF64).to_double_vector();
-  for (size_t r = 0; r < k.size(); r += 3) {
-    const double norm = std::sqrt(k[r] * k[r] + k[r + 1] * k[r + 1] + k[r + 2] * k[r + 2]);
-    for (size_t e = 0; e < 3; ++e) k[r + e] /= norm;
-  }
-  in.k = tensor_from(k, {2, 2, n, 3}, DType::kF64);
+  in.k = testing::l2_normalise_rows(randn({2, 2, n, 3}, gen, 0, 1, DType::kF64));
   in.v = randn({2, 2, n, 4}, gen, 0, 1, DType::kF64);
   in.beta = rand({2, 2, n}, gen, 0.05, 0.95, DType::kF64);
   if (gated) in.gate = rand({2, 2, n}, gen, -1.5, 0.0, DType::kF64);

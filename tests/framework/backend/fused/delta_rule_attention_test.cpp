@@ -13,6 +13,7 @@
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/tensor_factory.h"
 
 namespace rota {
 namespace {
@@ -26,19 +27,6 @@ using testing::max_relative_error;
 struct DeltaInputs {
   Tensor q, k, v, beta, gate;
 };
-
-// Rows of x [..., F] scaled to unit L2 norm (in double).
-Tensor l2_normalise_rows(const Tensor& x) {
-  std::vector<double> a = x.to_double_vector();
-  const int64_t f = x.size(-1);
-  for (size_t r = 0; r < a.size(); r += f) {
-    double n2 = 0;
-    for (int64_t e = 0; e < f; ++e) n2 += a[r + e] * a[r + e];
-    const double inv = 1.0 / std::sqrt(n2);
-    for (int64_t e = 0; e < f; ++e) a[r + e] *= inv;
-  }
-  return tensor_from(a, x.shape(), x.dtype());
-}
 
 // Random inputs in f64: keys L2-normalised (or N(0, 1/F) when raw_keys), β uniform in
 // (0.05, 0.95), log-gates uniform in [gate_low, 0] when gated.
@@ -55,7 +43,7 @@ DeltaInputs random_inputs(uint64_t seed, int64_t b, int64_t h, int64_t n, int64_
                           return a;
                         }(),
                         k.shape(), DType::kF64)
-                  : l2_normalise_rows(k);
+                  : testing::l2_normalise_rows(k);
   in.v = randn({b, h, n, d}, gen, 0, 1, DType::kF64);
   in.beta = rand({b, h, n}, gen, 0.05, 0.95, DType::kF64);
   if (gated) in.gate = rand({b, h, n}, gen, gate_low, 0.0, DType::kF64);
