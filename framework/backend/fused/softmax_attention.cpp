@@ -135,12 +135,12 @@ MaskFlags mask_flags(const char* op, const SoftmaxAttentionMasks& masks, const G
     flags.pair = visible_flags(masks.visibility_mask);
   }
   if (masks.segment_ids.defined()) {
-    ROTA_CHECK(masks.segment_ids.shape() == Shape({g.b, g.nk}) &&
-                   (masks.segment_ids.dtype() == DType::kI64 ||
-                    masks.segment_ids.dtype() == DType::kI32),
-               "{}: segment_ids {} {} must be integers [B, Nk] = {}", op,
-               dtype_name(masks.segment_ids.dtype()), shape_str(masks.segment_ids.shape()),
-               shape_str({g.b, g.nk}));
+    ROTA_CHECK(
+        masks.segment_ids.shape() == Shape({g.b, g.nk}) &&
+            (masks.segment_ids.dtype() == DType::kI64 || masks.segment_ids.dtype() == DType::kI32),
+        "{}: segment_ids {} {} must be integers [B, Nk] = {}", op,
+        dtype_name(masks.segment_ids.dtype()), shape_str(masks.segment_ids.shape()),
+        shape_str({g.b, g.nk}));
     ROTA_CHECK(masks.query_offset + g.nq <= g.nk,
                "{}: with segment ids the queries (offset {} + {}) must sit at key positions < {}",
                op, masks.query_offset, g.nq, g.nk);

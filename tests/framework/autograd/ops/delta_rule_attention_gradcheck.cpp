@@ -12,30 +12,19 @@
 #include "framework/tensor/random.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/tensor_factory.h"
 
 namespace rota {
 namespace {
 
 using testing::gradcheck;
 
-// Rows of x [..., F] scaled to unit L2 norm.
-Tensor l2_normalise_rows(const Tensor& x) {
-  std::vector<double> a = x.to_double_vector();
-  const int64_t f = x.size(-1);
-  for (size_t r = 0; r < a.size(); r += f) {
-    double n2 = 0;
-    for (int64_t e = 0; e < f; ++e) n2 += a[r + e] * a[r + e];
-    for (int64_t e = 0; e < f; ++e) a[r + e] /= std::sqrt(n2);
-  }
-  return tensor_from(a, x.shape(), x.dtype());
-}
-
 // q, k [B, H, N, F] (keys normalised), v [B, H, N, D], beta in (0.1, 0.9), log_gate in
 // [−1.5, −0.01] ([B, H, N]).
 std::vector<Tensor> inputs(uint64_t seed, int64_t b, int64_t h, int64_t n, int64_t f, int64_t d) {
   Generator gen(seed);
   const Tensor q = randn({b, h, n, f}, gen, 0, 1, DType::kF64);
-  const Tensor k = l2_normalise_rows(randn({b, h, n, f}, gen, 0, 1, DType::kF64));
+  const Tensor k = testing::l2_normalise_rows(randn({b, h, n, f}, gen, 0, 1, DType::kF64));
   const Tensor v = randn({b, h, n, d}, gen, 0, 1, DType::kF64);
   const Tensor beta = rand({b, h, n}, gen, 0.1, 0.9, DType::kF64);
   const Tensor gate = rand({b, h, n}, gen, -1.5, -0.01, DType::kF64);
