@@ -70,13 +70,20 @@ Encoder::Encoder(const ModelOptions& o, bool causal, Generator& init_gen,
 }
 
 Tensor Encoder::document_positions(const Tensor& segment_ids, int64_t offset) {
+  return document_positions(segment_ids, std::vector<int64_t>(segment_ids.size(0), offset));
+}
+
+Tensor Encoder::document_positions(const Tensor& segment_ids,
+                                   const std::vector<int64_t>& first_positions) {
   const Tensor ids = segment_ids.to(DType::kI64).contiguous();
   const int64_t rows = ids.size(0), n = ids.size(1);
+  ROTA_CHECK(static_cast<int64_t>(first_positions.size()) == rows,
+             "model: {} first-document positions for {} rows", first_positions.size(), rows);
   Tensor positions = Tensor::empty({rows, n}, DType::kI64);
   const int64_t* doc = ids.data<int64_t>();
   int64_t* out = positions.data<int64_t>();
   for (int64_t b = 0; b < rows; ++b) {
-    int64_t start = -offset;  // the first document continues from position offset
+    int64_t start = -first_positions[b];  // the first document continues from its position
     for (int64_t t = 0; t < n; ++t) {
       if (t > 0 && doc[b * n + t] != doc[b * n + t - 1]) start = t;
       out[b * n + t] = t - start;

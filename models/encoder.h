@@ -71,6 +71,9 @@ class Encoder : public nn::Module {
   /// Each token's position in its document for segment_ids [B, N]: offset + t in a row's first
   /// document, t − (the document's first column) in the later ones → i64 [B, N].
   static Tensor document_positions(const Tensor& segment_ids, int64_t offset);
+  /// The same with each row's first document at its own position: first_positions[b] + t.
+  static Tensor document_positions(const Tensor& segment_ids,
+                                   const std::vector<int64_t>& first_positions);
 
  private:
   /// Token embeddings (scaled) plus absolute positions starting at `offset`: [B, N, E]. With

@@ -62,10 +62,74 @@ void check_ids_and_targets(const Tensor& ids, const Tensor& targets, const char*
 
 }  // namespace
 
+namespace {
+
+// Packed documents continuing a carried state: the absolute encodings' positions [B, N] i64
+// (each row's first document from carried.document_positions, zeros at the start of a
+// stream), and carried.states with the rows whose first document is new set to zero (copies:
+// the caller's tensors are not written).
+Tensor continue_documents(const Tensor& segment_ids, CausalLm::CarriedState& carried,
+                          const char* who) {
+  const int64_t rows = segment_ids.size(0);
+  std::vector<int64_t> first = carried.document_positions;
+  if (first.empty()) first.assign(static_cast<size_t>(rows), 0);
+  ROTA_CHECK(static_cast<int64_t>(first.size()) == rows,
+             "{}: {} carried document positions for {} rows", who, first.size(), rows);
+  for (size_t b = 0; b < first.size(); ++b) {
+    ROTA_CHECK(first[b] >= 0, "{}: row {} has document position {}", who, b, first[b]);
+    ROTA_CHECK(first[b] == 0 || !carried.states.empty(),
+               "{}: row {} continues a document (position {}) but no state is carried", who, b,
+               first[b]);
+  }
+  for (Tensor& state : carried.states) {
+    Tensor copy;
+    for (size_t b = 0; b < first.size(); ++b) {
+      if (first[b] != 0) continue;
+      if (!copy.defined()) {
+        copy = Tensor::empty(state.shape(), state.dtype());
+        copy.copy_from(state);
+      }
+      copy.narrow(0, static_cast<int64_t>(b), 1).fill(0.0);
+    }
+    if (copy.defined()) state = copy;
+  }
+  return Encoder::document_positions(segment_ids, first);
+}
+
+// The states a segment starting at column `start` of a packed window continues from: in a row
+// whose document changes right at `start`, the state of the previous segment's last document
+// belongs to another document, so that row's state is multiplied by 0 (its gradient too).
+// segment_ids [B, N] (undefined: states as they are).
+std::vector<Variable> states_into_segment(std::vector<Variable> states, const Tensor& segment_ids,
+                                          int64_t start) {
+  if (!segment_ids.defined() || start == 0) return states;
+  const Tensor ids = segment_ids.to(DType::kI64).contiguous();
+  const int64_t rows = ids.size(0), n = ids.size(1);
+  const int64_t* doc = ids.data<int64_t>();
+  std::vector<double> keep(static_cast<size_t>(rows), 1.0);
+  bool any = false;
+  for (int64_t b = 0; b < rows; ++b) {
+    if (doc[b * n + start] != doc[b * n + start - 1]) {
+      keep[static_cast<size_t>(b)] = 0.0;
+      any = true;
+    }
+  }
+  if (!any) return states;
+  for (Variable& state : states) {
+    if (!state.defined()) continue;
+    Shape shape(static_cast<size_t>(state.data().dim()), 1);
+    shape[0] = rows;
+    state = state * Variable(tensor_from(keep, shape, state.data().dtype()));
+  }
+  return states;
+}
+
+}  // namespace
+
 Variable CausalLm::summed_loss_from(const Tensor& ids, const Tensor& targets, int64_t offset,
                                     int64_t segment_length, std::vector<Variable> states,
-                                    std::vector<Variable>& final_states,
-                                    const Tensor& segment_ids) const {
+                                    std::vector<Variable>& final_states, const Tensor& segment_ids,
+                                    const Tensor& document_positions) const {
   ROTA_CHECK(encoder_->supports_segments(),
              "model: train.segment_length and train.carry_state need a causal LM whose blocks "
              "are all linear attention (softmax and hybrid stacks have no fixed-size state)");
@@ -75,8 +139,10 @@ Variable CausalLm::summed_loss_from(const Tensor& ids, const Tensor& targets, in
   const std::shared_ptr<nn::Linear> head = lm_head_;
   const int64_t n = ids.size(1);
   // Packed documents: each token's position in its document, for the absolute encodings.
-  const Tensor positions =
-      segment_ids.defined() ? Encoder::document_positions(segment_ids, offset) : Tensor();
+  const Tensor positions = !segment_ids.defined() ? Tensor()
+                           : document_positions.defined()
+                               ? document_positions
+                               : Encoder::document_positions(segment_ids, offset);
   // Columns [start, start + len) of x, or undefined.
   const auto columns = [](const Tensor& x, int64_t start, int64_t len) {
     return x.defined() ? x.narrow(1, start, len).contiguous() : Tensor();
@@ -87,9 +153,11 @@ Variable CausalLm::summed_loss_from(const Tensor& ids, const Tensor& targets, in
             piece_targets = columns(targets, start, len),
             piece_documents = columns(segment_ids, start, len),
             piece_positions = columns(positions, start, len),
+            window_documents = segment_ids, start,
             position = offset + start](const std::vector<Variable>& in) {
-      Encoder::Segment s =
-          encoder->forward_segment(piece_ids, position, in, piece_documents, piece_positions);
+      Encoder::Segment s = encoder->forward_segment(
+          piece_ids, position, states_into_segment(in, window_documents, start), piece_documents,
+          piece_positions);
       const Variable weight = head ? head->weight() : encoder->embedding().weight();
       const Variable bias = head ? head->bias() : Variable();
       std::vector<Variable> out{
@@ -121,12 +189,12 @@ Variable CausalLm::segmented_loss(const Tensor& ids, const Tensor& targets, int6
   check_ids_and_targets(ids, targets, "model");
   std::vector<Variable> final_states;
   const Variable total =
-      summed_loss_from(ids, targets, 0, segment_length, {}, final_states, segment_ids);
+      summed_loss_from(ids, targets, 0, segment_length, {}, final_states, segment_ids, Tensor());
   return total / static_cast<double>(target_count(targets));
 }
 
-Variable CausalLm::continued_loss(const Tensor& ids, const Tensor& targets,
-                                  CarriedState& carried) const {
+Variable CausalLm::continued_loss(const Tensor& ids, const Tensor& targets, CarriedState& carried,
+                                  const Tensor& segment_ids) const {
   check_ids_and_targets(ids, targets, "continued_loss");
   const int64_t n = ids.size(1);
   const int64_t segment = encoder_->options().segment_length;
@@ -134,12 +202,14 @@ Variable CausalLm::continued_loss(const Tensor& ids, const Tensor& targets,
                  static_cast<int64_t>(carried.states.size()) == encoder_->num_blocks(),
              "continued_loss: {} carried states for {} blocks", carried.states.size(),
              encoder_->num_blocks());
+  const Tensor positions =
+      segment_ids.defined() ? continue_documents(segment_ids, carried, "continued_loss") : Tensor();
   std::vector<Variable> states;
   for (const Tensor& state : carried.states) states.emplace_back(state);
   std::vector<Variable> final_states;
   const Variable total =
       summed_loss_from(ids, targets, carried.position, segment > 0 && segment < n ? segment : 0,
-                       std::move(states), final_states, Tensor());
+                       std::move(states), final_states, segment_ids, positions);
   carried.position += n;
   carried.states.clear();
   for (const Variable& state : final_states) carried.states.push_back(state.data());
@@ -151,8 +221,6 @@ Tensor CausalLm::token_losses(const Tensor& ids, const Tensor& targets, int64_t 
   check_ids_and_targets(ids, targets, "token_losses");
   ROTA_CHECK(rows_per_chunk >= 1, "token_losses: rows_per_chunk must be >= 1, got {}",
              rows_per_chunk);
-  ROTA_CHECK(carried == nullptr || !segment_ids.defined(),
-             "token_losses: a carried state and packed documents do not combine yet");
   NoGradGuard no_grad;
   const int64_t n = ids.size(1);
   const int64_t option_segment = encoder_->options().segment_length;
@@ -169,15 +237,17 @@ Tensor CausalLm::token_losses(const Tensor& ids, const Tensor& targets, int64_t 
                            encoder_->embedding().weight().dtype());
     std::vector<Variable> states;
     const int64_t offset = carried ? carried->position : 0;
-    const Tensor positions =
-        segment_ids.defined() ? Encoder::document_positions(segment_ids, offset) : Tensor();
+    const Tensor positions = !segment_ids.defined() ? Tensor()
+                             : carried ? continue_documents(segment_ids, *carried, "token_losses")
+                                       : Encoder::document_positions(segment_ids, offset);
     if (carried) {
       for (const Tensor& state : carried->states) states.emplace_back(state);
     }
     for (int64_t start = 0; start < n; start += segment) {
       const int64_t len = std::min(segment, n - start);
       Encoder::Segment s = encoder_->forward_segment(
-          ids.narrow(1, start, len).contiguous(), offset + start, states,
+          ids.narrow(1, start, len).contiguous(), offset + start,
+          states_into_segment(std::move(states), segment_ids, start),
           segment_ids.defined() ? segment_ids.narrow(1, start, len).contiguous() : Tensor(),
           positions.defined() ? positions.narrow(1, start, len).contiguous() : Tensor());
       hidden.narrow(1, start, len).copy_from(s.hidden.data());

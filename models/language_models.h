@@ -19,6 +19,13 @@ class CausalLm : public nn::Module {
   struct CarriedState {
     int64_t position = 0;
     std::vector<Tensor> states;
+    /// Packed documents (segment_ids given): per row, the position inside its document of the
+    /// window's first token, which the caller sets before each window (the model cannot tell
+    /// whether a row's last token ended its document). 0: the row's first document starts with
+    /// the window, from a zero state (whatever the row's carried state). k > 0: it continues
+    /// the carried state, k of its tokens before the window (its absolute positions go on from
+    /// k). Empty: every row's 0, which only the start of a stream may have.
+    std::vector<int64_t> document_positions;
   };
 
   CausalLm(const ModelOptions& options, Generator& init_gen,
@@ -47,13 +54,17 @@ class CausalLm : public nn::Module {
   /// that is shorter than the window (as loss()). The forward values are those of the whole
   /// stream read in one piece; the gradients are truncated at the window's start. Needs
   /// Encoder::supports_segments().
-  Variable continued_loss(const Tensor& ids, const Tensor& targets, CarriedState& carried) const;
+  /// segment_ids: undefined, or [B, N] packed documents as in forward, with the row's first
+  /// document continuing as carried.document_positions says and the state carried out of the
+  /// row's last document.
+  Variable continued_loss(const Tensor& ids, const Tensor& targets, CarriedState& carried,
+                          const Tensor& segment_ids = Tensor()) const;
   /// Each position's cross-entropy, without gradients: ids, targets [B, N] → [B, N] in the
   /// model's float dtype (0 where the target is −100). The logits are formed for
   /// `rows_per_chunk` positions at a time, so memory stays [rows_per_chunk, V] however long N;
   /// with options.segment_length the trunk runs segment by segment too (states carried).
-  /// With `carried` (not null), the window continues it as in continued_loss and `carried`
-  /// moves past the window.
+  /// With `carried` (not null), the window continues it as in continued_loss (segment_ids
+  /// too) and `carried` moves past the window.
   Tensor token_losses(const Tensor& ids, const Tensor& targets, int64_t rows_per_chunk = 1024,
                       CarriedState* carried = nullptr, const Tensor& segment_ids = Tensor()) const;
   /// True for linear attention and for hybrid stacks (softmax blocks keep a key/value cache);
@@ -71,10 +82,12 @@ class CausalLm : public nn::Module {
   /// The summed token losses of ids, targets [B, N] at positions offset …, the blocks starting
   /// from `states` (undefined or empty: zeros), in segments of segment_length (each one
   /// recomputed node) or in one piece when segment_length is 0; `final_states` receives the
-  /// states after the last token.
+  /// states after the last token. Packed documents: segment_ids [B, N] and the absolute
+  /// encodings' positions in their documents [B, N] (Encoder::document_positions).
   Variable summed_loss_from(const Tensor& ids, const Tensor& targets, int64_t offset,
                             int64_t segment_length, std::vector<Variable> states,
-                            std::vector<Variable>& final_states, const Tensor& segment_ids) const;
+                            std::vector<Variable>& final_states, const Tensor& segment_ids,
+                            const Tensor& positions) const;
   std::shared_ptr<Encoder> encoder_;
   std::shared_ptr<nn::Linear> lm_head_;
   std::shared_ptr<Generator> dropout_gen_;  // restored when a segment is recomputed

@@ -96,9 +96,10 @@ const std::map<std::string, Rule>& rules() {
                        "a CLASSIFIER's examples are whole texts, not windows of a stream");
        })},
       {"rota.recipes.Data.document_separator", rule<Data>([](const Recipe& recipe, const Data&) {
-         if (recipe.train().carry_state()) {
-           return Reason("packed documents and train.carry_state's lanes do not combine yet");
-         }
+         return unless(recipe.model().kind() != Model::CLASSIFIER,
+                       "a CLASSIFIER's examples are whole texts already, not packed windows");
+       })},
+      {"rota.recipes.Data.documents", rule<Data>([](const Recipe& recipe, const Data&) {
          return unless(recipe.model().kind() != Model::CLASSIFIER,
                        "a CLASSIFIER's examples are whole texts already, not packed windows");
        })},

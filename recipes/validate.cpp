@@ -603,6 +603,11 @@ void check_data(Checker& check, const Recipe& recipe) {
   if (data.has_document_separator() && data.document_separator().empty()) {
     check.fail("data.document_separator", "must not be empty (the text that ends a document)");
   }
+  if (data.documents() == Data::SEPARATOR_IN_TEXT && data.has_documents() &&
+      !data.has_document_separator()) {
+    check.fail("data.documents",
+               "SEPARATOR_IN_TEXT needs data.document_separator (the text that ends a document)");
+  }
   std::string source_path;
   switch (data.source_case()) {
     case Data::SOURCE_NOT_SET:

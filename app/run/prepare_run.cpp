@@ -9,6 +9,7 @@
 #include "app/run/exit_codes.h"
 #include "app/run/temp_cleanup.h"
 #include "app/setup/data_source_setup.h"
+#include "app/setup/document_setup.h"
 #include "app/setup/tokenizer_setup.h"
 #include "data/corpus/corpus.h"
 #include "data/corpus/corpus_registry.h"
@@ -36,6 +37,7 @@ int run_data_prepare(const PrepareRequest& request) {
   const data::DataOptions data_options = data::default_data_options();
   std::shared_ptr<const data::Tokenizer> tokenizer;
   std::optional<data::Corpus> corpus;
+  DocumentSettings documents;  // none without a recipe
   if (!request.recipe.empty()) {
     recipes::Recipe recipe = recipes::load_recipe(request.recipe, request.overrides);
     recipes::Data& d = *recipe.mutable_data();
@@ -63,6 +65,7 @@ int run_data_prepare(const PrepareRequest& request) {
     }
     tokenizer = obtain_tokenizer(recipe, std::nullopt, data_options);
     corpus.emplace(open_recipe_corpus(recipe, data_options));
+    documents = document_settings(recipe, *tokenizer);
   } else {
     tokenizer = data::open_tokenizer(request.tokenizer);
     corpus.emplace(data::Corpus::open(request.corpus, data_options));
@@ -70,6 +73,8 @@ int run_data_prepare(const PrepareRequest& request) {
 
   data::PrepareOptions options;
   options.out = request.out;
+  options.documents = documents.boundary;
+  options.document_end_token = documents.separator;
   options.shard_bytes = request.shard_mb << 20;
   options.threads = request.threads;
   options.force = request.force;
@@ -84,6 +89,12 @@ int run_data_prepare(const PrepareRequest& request) {
   std::printf("prepared %s with a %s tokenizer (%lld ids, %s) into %s\n", manifest.source.c_str(),
               manifest.tokenizer_kind.c_str(), static_cast<long long>(manifest.vocab_size),
               data::token_width_name(manifest.dtype), request.out.c_str());
+  if (manifest.documents != data::DocumentBoundary::kNone) {
+    std::printf("  documents: %s, each ended by token %lld (%s)\n",
+                data::document_boundary_name(manifest.documents),
+                static_cast<long long>(manifest.document_end_token),
+                tokenizer->token_text(manifest.document_end_token).c_str());
+  }
   for (const data::SplitInfo& split : manifest.splits) {
     std::printf("  %-6s %lld bytes of text -> %lld tokens in %zu shard(s)\n", split.name.c_str(),
                 static_cast<long long>(split.text_bytes), static_cast<long long>(split.tokens),

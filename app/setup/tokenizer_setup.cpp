@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "app/setup/data_source_setup.h"
+#include "app/setup/document_setup.h"
 #include "app/setup/prepared_setup.h"
 #include "data/corpus/corpus.h"
 #include "data/dataset/tsv.h"
@@ -121,6 +122,11 @@ data::TokenizerSpec tokenizer_spec_from_recipe(const recipes::Recipe& recipe) {
                                  data::SpecialToken::kCls, data::SpecialToken::kSep}) {
       if (std::find(specials.begin(), specials.end(), s) == specials.end()) specials.push_back(s);
     }
+  }
+  // Documents the source marks end with <sep> unless data.document_separator names a token.
+  if (documents_need_separator_token(recipe) &&
+      std::find(specials.begin(), specials.end(), data::SpecialToken::kSep) == specials.end()) {
+    specials.push_back(data::SpecialToken::kSep);
   }
   spec.specials = specials;
   spec.vocab_size = t.has_vocab_size() ? t.vocab_size() : 0;

@@ -62,7 +62,24 @@ train::MicroBatch CausalLmTask::next_micro_batch() {
   ROTA_CHECK(carried_.position == g * train_data_->seq_len(),
              "train: the carried state is at position {}, but window {} of the lanes starts at {}",
              carried_.position, g, g * train_data_->seq_len());
-  return {model_->continued_loss(batch.tokens, batch.targets, carried_), batch.target_count};
+  if (batch.segment_ids.defined() && carried_.document_positions.empty()) {
+    // The lanes' first window, or the first after a resume: where each row's document began.
+    const data::TokenStream stream = split_tokens("train");
+    const int64_t lanes = eval_batch_size();
+    for (const int64_t w : indices.indices) {
+      carried_.document_positions.push_back(data::document_position_at(
+          *stream, train_data_->window_start(w % lanes, indices.epoch),
+          train_data_->window_start(w, indices.epoch), document_separator()));
+    }
+  }
+  train::MicroBatch micro{
+      model_->continued_loss(batch.tokens, batch.targets, carried_, batch.segment_ids),
+      batch.target_count};
+  if (batch.segment_ids.defined()) {
+    carried_.document_positions = data::document_positions_after(
+        batch.tokens, document_separator(), std::move(carried_.document_positions));
+  }
+  return micro;
 }
 
 data::LmBatch CausalLmTask::packed(data::LmBatch batch) const {
@@ -151,11 +168,20 @@ void CausalLmTask::for_each_lane_window(
       max_batches > 0 ? std::min(max_batches, lanes.batches()) : lanes.batches();
   models::CausalLm::CarriedState carried;
   for (int64_t g = 0; g < batches; ++g) {
-    const data::LmBatch batch = lanes.batch(g);
+    const data::LmBatch batch = packed(lanes.batch(g));
     check_batch_memory(batch.tokens);
     const int64_t position = carried.position;
     const Tensor losses =
-        model_->token_losses(batch.tokens, batch.targets, 1024, &carried).to(DType::kF64);
+        model_->token_losses(batch.tokens, batch.targets, 1024, &carried, batch.segment_ids)
+            .to(DType::kF64);
+    if (batch.segment_ids.defined()) {
+      // Every lane starts a document (empty: zeros); a lane that has ended is padding.
+      if (carried.document_positions.empty()) {
+        carried.document_positions.assign(static_cast<size_t>(batch.tokens.size(0)), 0);
+      }
+      carried.document_positions = data::document_positions_after(
+          batch.tokens, document_separator(), std::move(carried.document_positions));
+    }
     // Every lane's window g starts at g·T; a narrower last batch moves the position less, but
     // no window follows it.
     carried.position = (g + 1) * lanes.seq_len();

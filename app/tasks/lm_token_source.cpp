@@ -30,7 +30,10 @@ data::TokenStream LmTokenSource::split(const std::string& name, int64_t min_toke
   } else {
     const data::Tokenizer& tokenizer = task_.tokenizer();
     data::TokenSequenceBuilder builder(data::token_width_for_vocab(tokenizer.vocab_size()));
-    data::encode_split(task_.corpus(), name, tokenizer, data::EncodeOptions{},
+    data::EncodeOptions options;
+    options.documents = task_.documents().boundary;
+    options.document_end_token = task_.documents().separator;
+    data::encode_split(task_.corpus(), name, tokenizer, options,
                        [&](std::span<const int64_t> ids) { builder.append(ids); });
     stream = builder.finish();
   }

@@ -58,24 +58,13 @@ Task::Task(TaskInputs inputs) : inputs_(std::move(inputs)), seeds_(inputs_.recip
       std::make_shared<Generator>(rank_dropout_seed(seeds_.dropout, communicator().rank()));
   model_options_ = model_options_from_recipe(inputs_.recipe, inputs_.tokenizer->vocab_size());
   check_model_memory();
-  if (inputs_.recipe.data().has_document_separator()) {
-    const std::string& text = inputs_.recipe.data().document_separator();
-    const std::vector<int64_t> ids = inputs_.tokenizer->encode(text);
-    if (ids.size() != 1) {
-      throw recipes::RecipeError(fmt::format(
-          "data.document_separator: '{}' encodes to {} tokens with this tokenizer; packed "
-          "documents need a separator that is exactly one token (e.g. a special token the "
-          "tokenizer keeps whole)",
-          text, ids.size()));
-    }
-    document_separator_ = ids[0];
-  }
+  documents_ = document_settings(inputs_.recipe, *inputs_.tokenizer);
 }
 
 recipes::RecipeError Task::packed_batches_refusal() const {
   return recipes::RecipeError(
-      "evaluation batches: a run with data.document_separator evaluates packed documents, whose "
-      "document ids separate batches do not carry");
+      "evaluation batches: a run with packed documents (data.document_separator, "
+      "data.documents) evaluates them, whose document ids separate batches do not carry");
 }
 
 void Task::check_batch_memory(const Tensor& tokens) const {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "app/setup/document_setup.h"
 #include "app/setup/memory_budget.h"
 #include "app/tasks/position_buckets.h"
 #include "data/corpus/corpus.h"
@@ -115,6 +116,8 @@ class Task : public train::TrainingTask {
   const data::Tokenizer& tokenizer() const { return *inputs_.tokenizer; }
   const models::ModelOptions& model_options() const { return model_options_; }
   const data::Corpus& corpus();
+  /// The run's packed documents (app/setup/document_setup.h).
+  const DocumentSettings& documents() const { return documents_; }
   /// Sequences per micro-batch on this rank: data.batch_size / (train.gradient_accumulation x
   /// ranks).
   int64_t micro_batch_size() const;
@@ -155,8 +158,9 @@ class Task : public train::TrainingTask {
   /// Refuses (recipes::RecipeError) an evaluation batch [B, W] whose forward pass would need
   /// more memory than the budget, before it runs.
   void check_batch_memory(const Tensor& tokens) const;
-  /// data.document_separator's token id, or −1 without packed documents.
-  int64_t document_separator() const { return document_separator_; }
+  /// The token that ends every packed document (data.document_separator, or the tokenizer's
+  /// <sep>/<eos> for documents the source marks), or −1 without packed documents.
+  int64_t document_separator() const { return documents_.separator; }
   /// The refusal of evaluation_batches() for packed documents (EvalBatch has no segment ids).
   recipes::RecipeError packed_batches_refusal() const;
 
@@ -167,7 +171,7 @@ class Task : public train::TrainingTask {
 
   std::unique_ptr<data::Corpus> corpus_;
   mutable int64_t checked_batch_tokens_ = 0;  // the largest batch check_batch_memory passed
-  int64_t document_separator_ = -1;           // data.document_separator's id
+  DocumentSettings documents_;                // packed documents (data.documents)
 };
 
 /// Why data.batch_size does not split into train.gradient_accumulation × `ranks` equal

@@ -182,43 +182,65 @@ std::string Corpus::read_text(std::string_view split) const {
 
 void Corpus::for_each_text_piece(std::string_view split, size_t max_piece_bytes,
                                  const std::function<void(std::string_view piece)>& visit) const {
+  for_each_document_piece(split, max_piece_bytes, DocumentBoundary::kNone,
+                          [&](std::string_view piece, bool) { visit(piece); });
+}
+
+void Corpus::for_each_document_piece(
+    std::string_view split, size_t max_piece_bytes, DocumentBoundary boundary,
+    const std::function<void(std::string_view piece, bool ends_document)>& visit) const {
   ROTA_CHECK(max_piece_bytes > 0, "data: for_each_text_piece needs max_piece_bytes > 0");
   ROTA_CHECK(format_ == CorpusFormat::kText, "data: corpus {} is a TSV corpus; use tsv_split('{}')",
              name_, split);
-  if (file_source_) return file_source_->for_each_text_piece(split, max_piece_bytes, visit);
+  if (file_source_) {
+    return file_source_->for_each_document_piece(split, max_piece_bytes, boundary, visit);
+  }
   const SplitSource& from = source(split);
   const std::vector<std::filesystem::path> files = split_files(split);
-  // The lines of the files joined as read_bytes joins them ('\n' added between files when the
-  // text so far does not end with one).
-  const auto for_each_line = [&](const LineSplitter::Emit& emit) {
+  // The lines of the files joined as read_bytes joins them ('\n' added after a file but the
+  // last when the text so far does not end with one), and after each file's last line, its end.
+  const auto for_each_line = [&](const LineSplitter::Emit& emit,
+                                 const std::function<void()>& file_end) {
     LineSplitter lines(name_, emit);
-    for (const std::filesystem::path& file : files) {
-      if (!lines.at_line_start()) lines.feed("\n");
-      for_each_block(file, size_t{1} << 20, [&](std::string_view block) { lines.feed(block); });
+    for (size_t i = 0; i < files.size(); ++i) {
+      for_each_block(files[i], size_t{1} << 20, [&](std::string_view block) { lines.feed(block); });
+      if (i + 1 < files.size()) {
+        if (!lines.at_line_start()) lines.feed("\n");
+      } else {
+        lines.finish();
+      }
+      file_end();
     }
-    lines.finish();
   };
-  PieceBuilder pieces(max_piece_bytes, visit);
+  DocumentPieceBuilder pieces(boundary, max_piece_bytes, visit);
   if (from.percent_begin == 0 && from.percent_end == 100) {
-    for_each_line([&](std::string_view line) { pieces.add(line); });
+    for_each_line(
+        [&](std::string_view line) {
+          pieces.add(line);
+          pieces.end_record();
+        },
+        [&] { pieces.end_file(); });
   } else {
     // A UTF-8 unit never spans a '\n', so counting line by line counts the joined text.
     int64_t total = 0;
-    for_each_line([&](std::string_view line) { total += utf8_unit_count(line); });
+    for_each_line([&](std::string_view line) { total += utf8_unit_count(line); }, [] {});
     const int64_t begin = total * from.percent_begin / 100;
     const int64_t end = total * from.percent_end / 100;
     int64_t at = 0;  // units before this line
-    for_each_line([&](std::string_view line) {
-      const int64_t count = utf8_unit_count(line);
-      const int64_t lo = std::max(at, begin);
-      const int64_t hi = std::min(at + count, end);
-      if (lo < hi) {
-        const size_t a = utf8_unit_offset(line, lo - at);
-        const size_t b = utf8_unit_offset(line, hi - at);
-        pieces.add(line.substr(a, b - a));
-      }
-      at += count;
-    });
+    for_each_line(
+        [&](std::string_view line) {
+          const int64_t count = utf8_unit_count(line);
+          const int64_t lo = std::max(at, begin);
+          const int64_t hi = std::min(at + count, end);
+          if (lo < hi) {
+            const size_t a = utf8_unit_offset(line, lo - at);
+            const size_t b = utf8_unit_offset(line, hi - at);
+            pieces.add(line.substr(a, b - a));
+            pieces.end_record();
+          }
+          at += count;
+        },
+        [&] { pieces.end_file(); });
   }
   pieces.finish();
 }

@@ -11,6 +11,7 @@
 
 #include "data/corpus/corpus_registry.h"
 #include "data/corpus/data_options.h"
+#include "data/source/document_pieces.h"
 #include "data/source/file_source.h"
 
 namespace rota::data {
@@ -61,6 +62,14 @@ class Corpus {
   /// be tokenised in parallel and without holding it whole.
   void for_each_text_piece(std::string_view split, size_t max_piece_bytes,
                            const std::function<void(std::string_view piece)>& visit) const;
+  /// for_each_text_piece with the documents of `boundary` marked: a piece never holds the end
+  /// of one document and the start of the next, and ends_document says that a document ends
+  /// with it (DocumentPieceBuilder). Files are the corpus's files (a registered corpus has one
+  /// per split; a cut corpus's documents are those of its files inside the cut), records its
+  /// lines. kNone: for_each_text_piece's pieces, none ending a document.
+  void for_each_document_piece(
+      std::string_view split, size_t max_piece_bytes, DocumentBoundary boundary,
+      const std::function<void(std::string_view piece, bool ends_document)>& visit) const;
   /// The files a split's text is read from, in order (registered files are located, and fetched
   /// when allowed); for a cut single-file corpus, the whole file.
   std::vector<std::filesystem::path> split_files(std::string_view split) const;

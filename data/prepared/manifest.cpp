@@ -2,6 +2,7 @@
 #include "data/prepared/manifest.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -33,16 +34,20 @@ std::string manifest_to_json(const PreparedManifest& manifest) {
                           {"tokens", split.tokens},
                           {"shards", shards}};
   }
-  const json j = {{"format", kPreparedFormat},
-                  {"version", kPreparedVersion},
-                  {"source", manifest.source},
-                  {"tokenizer",
-                   {{"kind", manifest.tokenizer_kind},
-                    {"sha256", manifest.tokenizer_sha256},
-                    {"vocab_size", manifest.vocab_size},
-                    {"dir", kPreparedTokenizerDir}}},
-                  {"dtype", token_width_name(manifest.dtype)},
-                  {"splits", splits}};
+  json j = {{"format", kPreparedFormat},
+            {"version", kPreparedVersion},
+            {"source", manifest.source},
+            {"tokenizer",
+             {{"kind", manifest.tokenizer_kind},
+              {"sha256", manifest.tokenizer_sha256},
+              {"vocab_size", manifest.vocab_size},
+              {"dir", kPreparedTokenizerDir}}},
+            {"dtype", token_width_name(manifest.dtype)},
+            {"splits", splits}};
+  if (manifest.documents != DocumentBoundary::kNone) {
+    j["documents"] = {{"boundary", document_boundary_name(manifest.documents)},
+                      {"end_token", manifest.document_end_token}};
+  }
   return j.dump(2) + "\n";
 }
 
@@ -90,6 +95,18 @@ PreparedManifest manifest_from_json(const std::string& text, const std::filesyst
   ROTA_CHECK(m.vocab_size > 0 && m.vocab_size <= (int64_t{1} << (8 * token_bytes(m.dtype))),
              "data: {}: vocab_size {} does not fit dtype {}", path.string(), m.vocab_size,
              token_width_name(m.dtype));
+  if (j.contains("documents")) {
+    const json& documents = j["documents"];
+    const std::string boundary = field<std::string>(documents, "boundary", path);
+    const std::optional<DocumentBoundary> parsed = parse_document_boundary(boundary);
+    ROTA_CHECK(parsed && *parsed != DocumentBoundary::kNone,
+               "data: {}: unknown document boundary '{}'", path.string(), boundary);
+    m.documents = *parsed;
+    m.document_end_token = field<int64_t>(documents, "end_token", path);
+    ROTA_CHECK(m.document_end_token >= 0 && m.document_end_token < m.vocab_size,
+               "data: {}: document end token {} is outside the vocabulary [0, {})", path.string(),
+               m.document_end_token, m.vocab_size);
+  }
   const json splits = j.contains("splits") ? j["splits"] : json();
   ROTA_CHECK(splits.is_object(), "data: {}: missing field 'splits'", path.string());
   for (const auto& [name, s] : splits.items()) {

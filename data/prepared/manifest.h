@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "data/dataset/token_sequence.h"
+#include "data/source/document_pieces.h"
 
 namespace rota::data {
 
@@ -39,6 +40,11 @@ struct PreparedManifest {
   int64_t vocab_size = 0;
   TokenWidth dtype = TokenWidth::kU16;
   std::string source;  // the corpus name or path
+  /// Documents the source marked (data.documents): after each one's ids comes
+  /// document_end_token. kNone and −1 when the corpus was prepared without them (also what a
+  /// manifest without the "documents" field means).
+  DocumentBoundary documents = DocumentBoundary::kNone;
+  int64_t document_end_token = -1;
   std::vector<SplitInfo> splits;
 
   /// The split of that name, or nullptr.

@@ -62,6 +62,9 @@ PreparedManifest prepare_corpus(const Corpus& corpus, const Tokenizer& tokenizer
   manifest.tokenizer_kind = tokenizer.kind();
   manifest.vocab_size = tokenizer.vocab_size();
   manifest.dtype = token_width_for_vocab(tokenizer.vocab_size());
+  manifest.documents = options.documents;
+  manifest.document_end_token =
+      options.documents == DocumentBoundary::kNone ? -1 : options.document_end_token;
   tokenizer.save(tmp / kPreparedTokenizerDir);
   manifest.tokenizer_sha256 = tokenizer_dir_digest(tmp / kPreparedTokenizerDir);
 
@@ -84,6 +87,8 @@ PreparedManifest prepare_corpus(const Corpus& corpus, const Tokenizer& tokenizer
     EncodeOptions encode;
     encode.piece_bytes = options.piece_bytes;
     encode.threads = options.threads;
+    encode.documents = options.documents;
+    encode.document_end_token = options.document_end_token;
     progress.split = split;
     encode.progress = [&](size_t bytes) {
       progress.done_bytes += static_cast<int64_t>(bytes);

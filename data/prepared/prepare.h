@@ -27,6 +27,10 @@ struct PrepareOptions {
   /// Encoding threads (0: OpenMP's default) and text per piece (see encode_split).
   int threads = 0;
   size_t piece_bytes = size_t{4} << 20;
+  /// Documents the source marks, each followed by document_end_token (EncodeOptions); the
+  /// manifest records both.
+  DocumentBoundary documents = DocumentBoundary::kNone;
+  int64_t document_end_token = -1;
   /// Replace an existing non-empty `out` (else it is an error).
   bool force = false;
   /// Called after every piece (from the calling thread).

@@ -234,6 +234,22 @@ void FileSource::for_each_text_piece(std::string_view name, size_t max_piece_byt
   pieces.finish();
 }
 
+void FileSource::for_each_document_piece(
+    std::string_view name, size_t max_piece_bytes, DocumentBoundary boundary,
+    const std::function<void(std::string_view, bool)>& visit) const {
+  DocumentPieceBuilder pieces(boundary, max_piece_bytes, visit);
+  std::string file;  // the file of the last record
+  for_each_unit(name, [&](const TextRecord& record, std::string_view stream) {
+    if (record.file != file) {
+      if (!file.empty()) pieces.end_file();
+      file = record.file;
+    }
+    pieces.add(stream);
+    pieces.end_record();
+  });
+  pieces.finish();
+}
+
 std::vector<int64_t> FileSource::check_all() const {
   std::vector<int64_t> counts;
   for (const std::string& name : splits()) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "data/source/document_pieces.h"
 #include "data/source/file_format.h"
 #include "data/source/text_record.h"
 
@@ -66,6 +67,12 @@ class FileSource {
   /// (JSONL/CSV/TSV) of at most max_piece_bytes (a longer unit forms a piece alone).
   void for_each_text_piece(std::string_view split, size_t max_piece_bytes,
                            const std::function<void(std::string_view piece)>& visit) const;
+  /// for_each_text_piece with the documents of `boundary` marked (Corpus::
+  /// for_each_document_piece): records are the split's records, files its files (for a
+  /// held-out valid split, the part of each training file it holds).
+  void for_each_document_piece(
+      std::string_view split, size_t max_piece_bytes, DocumentBoundary boundary,
+      const std::function<void(std::string_view piece, bool ends_document)>& visit) const;
   /// Reads every split once: all checks above, plus an error for a split without records.
   /// Returns the number of records per split, in splits() order.
   std::vector<int64_t> check_all() const;

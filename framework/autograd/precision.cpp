@@ -21,20 +21,6 @@ void warn_to_stderr(const std::string& message) {
 
 std::atomic<PrecisionWarningHandler> g_warning_handler{&warn_to_stderr};
 
-// Creates and runs the two kinds of bf16 products the ops use; oneDNN refuses to create the
-// primitive (status unimplemented) when the CPU has no bf16 kernel.
-bool probe_bf16_matmul() {
-  try {
-    const Tensor x = ones({4, 8}, DType::kBF16);
-    const Tensor w = ones({4, 8}, DType::kBF16);
-    backend::matmul(x, w, /*transpose_a=*/false, /*transpose_b=*/true);
-    backend::linear(x, w, zeros({4}, DType::kF32));
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 }  // namespace
 
 const char* matmul_precision_name(MatmulPrecision precision) {
@@ -50,9 +36,7 @@ void set_matmul_precision(MatmulPrecision precision) {
 }
 
 bool bf16_matmul_native() {
-  // Function-local static: probed once, thread-safely, on first use.
-  static const bool native = probe_bf16_matmul();
-  return native && !g_force_emulation.load(std::memory_order_relaxed);
+  return backend::bf16_matmul_native() && !g_force_emulation.load(std::memory_order_relaxed);
 }
 
 void force_bf16_matmul_emulation(bool emulate) {

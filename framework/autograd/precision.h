@@ -50,8 +50,8 @@ class MatmulPrecisionGuard {
 /// True when oneDNN multiplies bf16 operands on this CPU. oneDNN 2.6 has bf16 matmul kernels
 /// from AVX-512 (native with AVX512-BF16 or AMX, emulated in AVX-512 otherwise) and none below:
 /// with AVX2 only (or DNNL_MAX_CPU_ISA=AVX2) it cannot create a bf16 primitive at all. Probed
-/// once, by creating two small bf16 products (plain and with an f32 bias, the two kinds the
-/// ops use).
+/// once (backend::bf16_matmul_native: a plain bf16 product and one with an f32 bias, the two
+/// kinds the ops use), and false while force_bf16_matmul_emulation is on.
 bool bf16_matmul_native();
 
 /// Test hook: true makes bf16_matmul_native() report false, so kBF16 products take the

@@ -301,6 +301,9 @@ RUNS = {
         # Packed documents: every line of Tiny Shakespeare a document.
         "build/rota train recipes/tests/tiny_causal_lm.txtpb --out runs/tiny-lines "
         "--set 'data.document_separator=\"\\n\"'": Run(expect=(r"split=valid loss=\S+ ppl=\S+",)),
+        # Packed documents the source marks: every paragraph (speech) a document.
+        "build/rota train recipes/tests/tiny_causal_lm.txtpb --out runs/tiny-speeches "
+        "--set data.documents=PARAGRAPHS": Run(expect=(r"split=valid loss=\S+ ppl=\S+",)),
         # The 1M-token sequence cut to 32,768 tokens: four segments of 8,192.
         "build/rota bench train recipes/bench/bench_small_1m.txtpb --steps 1 --warmup 0 --dtype bf16":
             Run(cut_down=(("data.sequence_length", "32768"),),

@@ -178,6 +178,24 @@ std::shared_ptr<const MatmulPrimitive> matmul_primitive(const MatmulKey& key) {
   return c.entries.try_emplace(key, std::move(created)).first->second;
 }
 
+bool bf16_matmul_supported() {
+  static const bool supported = [] {
+    // The two kinds of bf16 products Rota makes: plain, and with an f32 bias.
+    try {
+      const dnnl::memory::desc bf16 = memory_desc(dense_layout({2, 2}, DType::kBF16));
+      const dnnl::memory::desc f32 = memory_desc(dense_layout({2, 2}, DType::kF32));
+      const dnnl::memory::desc bias = memory_desc(dense_layout({1, 2}, DType::kF32));
+      const dnnl::matmul::primitive_desc plain(dnnl::matmul::desc(bf16, bf16, f32), cpu_engine());
+      const dnnl::matmul::primitive_desc biased(dnnl::matmul::desc(bf16, bf16, bias, f32),
+                                                cpu_engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return supported;
+}
+
 void execute_matmul(const MatmulPrimitive& primitive, const void* src, const void* weights,
                     const void* bias, void* dst) {
   const dnnl::engine& engine = cpu_engine();

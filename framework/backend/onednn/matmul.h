@@ -64,6 +64,10 @@ std::shared_ptr<const MatmulPrimitive> matmul_primitive(const MatmulKey& key);
 void execute_matmul(const MatmulPrimitive& primitive, const void* src, const void* weights,
                     const void* bias, void* dst);
 
+/// Whether oneDNN has a bf16 matmul on this CPU. oneDNN 2.x has none below AVX-512 (an AVX2-only
+/// CPU, or DNNL_MAX_CPU_ISA set lower): decided once, by creating a small bf16 primitive.
+bool bf16_matmul_supported();
+
 /// Number of cached primitives.
 size_t matmul_cache_size();
 /// Drops every cached primitive.

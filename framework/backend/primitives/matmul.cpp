@@ -210,6 +210,24 @@ OnednnOperand readable_operand(const Tensor& t, const Shape& batch) {
 // out (+)= a·b (+ bias) through one cached oneDNN primitive; shapes as in reference_multiply.
 void onednn_multiply(Tensor out, const Tensor& a, const Tensor& b, const Shape& batch,
                      const Tensor& bias, bool accumulate) {
+  const auto is_bf16 = [](const Tensor& t) { return t.defined() && t.dtype() == DType::kBF16; };
+  if ((is_bf16(a) || is_bf16(b) || is_bf16(out) || is_bf16(bias)) &&
+      !bf16_matmul_native()) {
+    // No bf16 matmul in oneDNN on this CPU: the bf16 operands widened to f32 (exactly) and an
+    // f32 product, which accumulates in f32 as oneDNN's bf16 kernels do; a bf16 out is rounded
+    // once at the end, as oneDNN rounds its f32 accumulator.
+    const auto wide = [](const Tensor& t) {
+      return t.defined() && t.dtype() == DType::kBF16 ? t.to(DType::kF32) : t;
+    };
+    if (out.dtype() != DType::kBF16) {
+      onednn_multiply(out, wide(a), wide(b), batch, wide(bias), accumulate);
+      return;
+    }
+    Tensor out_f32 = accumulate ? out.to(DType::kF32) : Tensor::empty(out.shape(), DType::kF32);
+    onednn_multiply(out_f32, wide(a), wide(b), batch, wide(bias), accumulate);
+    out.copy_from(out_f32);
+    return;
+  }
   // dst is written in place when oneDNN can address out as a full (non-broadcast) tensor,
   // otherwise through a dense temporary copied back at the end.
   Tensor target = out;
@@ -403,6 +421,10 @@ size_t matmul_cache_size() {
 
 void clear_matmul_cache() {
   onednn::clear_matmul_cache();
+}
+
+bool bf16_matmul_native() {
+  return onednn::bf16_matmul_supported();
 }
 
 MatmulTime matmul_time() {

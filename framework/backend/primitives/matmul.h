@@ -13,7 +13,9 @@ namespace rota::backend {
 /// → [broadcast(a..., b...), M, N], contiguous. A 1-D a is a [1, K] row and a 1-D b a [K, 1]
 /// column whose unit dim is dropped from the result (transpose flags do not apply to 1-D).
 /// dtypes: f32·f32 → f32 and bf16·bf16 → f32 through oneDNN (f32 accumulation), f64·f64 → f64
-/// through a blocked reference loop. Transposed and permuted views are read in place through
+/// through a blocked reference loop. On a CPU where oneDNN has no bf16 matmul
+/// (bf16_matmul_native() false) bf16 operands are widened to f32 exactly and multiplied in f32:
+/// the same numerics, at f32 speed. Transposed and permuted views are read in place through
 /// oneDNN strides; only views oneDNN cannot express (e.g. step slices) are copied.
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 
@@ -33,6 +35,10 @@ Tensor matmul_weight_gradient(const Tensor& g, const Tensor& x);
 /// x: [..., In], weight: [Out, In] (PyTorch layout, read as a transposed view), bias: [Out] or
 /// undefined for none → y: [..., Out]. bf16 x and weight take an f32 or bf16 bias.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+/// Whether oneDNN multiplies bf16 operands itself on this CPU (it needs AVX-512 in oneDNN 2.x;
+/// DNNL_MAX_CPU_ISA may also limit it). Probed once.
+bool bf16_matmul_native();
 
 /// The oneDNN products run since the last reset_matmul_time(): how many, and their wall time.
 /// Only products called outside OpenMP parallel regions add time (oneDNN parallelises those

@@ -2,6 +2,7 @@
 // training as on the raw text, resume, and refusals (tokenizer kind, damage, arguments).
 #include "app/run/prepare_run.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -14,6 +15,7 @@
 #include "app/run/eval_run.h"
 #include "app/run/exit_codes.h"
 #include "app/run/train_run.h"
+#include "data/prepared/prepared_corpus.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
 #include "recipes/recipe_error.h"
@@ -157,6 +159,56 @@ TEST(PrepareRun, AJsonLinesFilesSourceTrainsBitIdenticallyFromThePreparedDirecto
   ASSERT_EQ(train("tiny_causal_lm", tmp / "from-prepared", {"data.prepared=" + prepared.string()}),
             kExitOk);
   expect_same_training(tmp / "raw", tmp / "from-prepared");
+}
+
+// Documents the source marks (data.documents RECORDS): the prepared directory holds the <sep>
+// after every record, training from it is bit-identical to training from the records, marking
+// the documents changes what is learned, and a recipe whose documents differ from the
+// directory's is refused naming both.
+TEST(PrepareRun, DocumentsTheSourceMarksTrainBitIdenticallyFromThePreparedDirectory) {
+  TempDir tmp;
+  {
+    std::ofstream out(tmp / "a.jsonl");
+    for (int i = 0; i < 2000; ++i) {
+      out << "{\"text\": \"record " << i << ", word " << (i * 7919) % 1000 << "\"}\n";
+    }
+  }
+  const std::string files = "data.files={train: \"" + (tmp / "a.jsonl").string() +
+                            "\" text_field: \"text\" valid_fraction: 0.05}";
+  const std::string records = "data.documents=RECORDS";
+  const fs::path prepared = tmp / "prepared";
+  ASSERT_EQ(prepare("tiny_causal_lm", prepared, {files, records}), kExitOk);
+  const data::PreparedCorpus directory = data::PreparedCorpus::open(prepared);
+  EXPECT_EQ(directory.manifest().documents, data::DocumentBoundary::kRecords);
+  const int64_t sep = directory.load_tokenizer()->specials().id(data::SpecialToken::kSep);
+  EXPECT_EQ(directory.manifest().document_end_token, sep);
+  // 1,900 training records, each ending with the separator.
+  const std::vector<int64_t> ids = directory.split_stream("train")->to_vector();
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), sep), 1900);
+  EXPECT_EQ(ids.back(), sep);
+
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "raw", {files, records}), kExitOk);
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "from-prepared",
+                  {"data.prepared=" + prepared.string(), records}),
+            kExitOk);
+  expect_same_training(tmp / "raw", tmp / "from-prepared");
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "unmarked", {files}), kExitOk);
+  EXPECT_FALSE(read_bytes(latest(tmp / "raw") / io::kModelFile) ==
+               read_bytes(latest(tmp / "unmarked") / io::kModelFile));
+
+  expect_failure(
+      [&] {
+        train("tiny_causal_lm", tmp / "other",
+              {"data.prepared=" + prepared.string(), "data.documents=FILES"});
+      },
+      {"data.documents: FILES, but the prepared directory", "was prepared with documents records"});
+  const fs::path unmarked = tmp / "prepared-unmarked";
+  ASSERT_EQ(prepare("tiny_causal_lm", unmarked, {files}), kExitOk);
+  expect_failure(
+      [&] {
+        train("tiny_causal_lm", tmp / "other", {"data.prepared=" + unmarked.string(), records});
+      },
+      {"data.documents: RECORDS, but the prepared directory", "no documents marked"});
 }
 
 TEST(PrepareRun, ResumeFromAPreparedDirectoryIsBitExact) {

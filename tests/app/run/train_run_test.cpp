@@ -276,6 +276,46 @@ TEST(TrainCommand, CarriedStatesCrossEpochsAndResumeAnywhere) {
   EXPECT_EQ(position_at(16), "32");
 }
 
+// Packed lanes: train.carry_state with every record of a text file a document (records of ~25
+// tokens, windows of 32, so documents cross windows and some end exactly at a window's end).
+// Stopping inside the first epoch, at its end and inside the next resumes bit for bit (the
+// document positions of the lanes are found again from the stream), with relative (LRPE) and
+// absolute (sinusoidal) positions; marking the documents changes the run.
+TEST(TrainCommand, PackedLanesResumeBitExactAnywhere) {
+  TempDir tmp;
+  std::string text;
+  for (int i = 0; text.size() < 2000; ++i) text += fmt::format("line {} of a small corpus\n", i);
+  write_file_atomically(tmp / "train.txt", text.substr(0, 2000));
+  write_file_atomically(tmp / "valid.txt", text.substr(0, 500));
+  for (const char* position : {"lrpe {type: 2 p: HOUSEHOLDER}", "sinusoidal {}"}) {
+    SCOPED_TRACE(position);
+    const std::vector<std::string> sets = {"data.files.train=" + (tmp / "train.txt").string(),
+                                           "data.files.valid=" + (tmp / "valid.txt").string(),
+                                           "train.checkpoint_every=1",
+                                           "train.keep_checkpoints=30",
+                                           "train.carry_state=true",
+                                           std::string("model.position={") + position + "}",
+                                           "data.documents=RECORDS"};
+    const fs::path root = tmp / (position[0] == 'l' ? "lrpe" : "sinusoidal");
+    ::testing::internal::CaptureStdout();
+    ASSERT_EQ(train("tiny_causal_lm", root / "straight", sets), kExitOk);
+    for (int64_t stop : {7, 15, 17}) {
+      const fs::path run = root / fmt::format("stop{}", stop);
+      ASSERT_EQ(train("tiny_causal_lm", run, sets, false, stop), kExitOk);
+      ASSERT_EQ(train("tiny_causal_lm", run, sets, true), kExitOk);
+      EXPECT_TRUE(read_bytes(latest(run) / io::kModelFile) ==
+                  read_bytes(latest(root / "straight") / io::kModelFile))
+          << "stopped at " << stop;
+    }
+    std::vector<std::string> unmarked = sets;
+    unmarked.pop_back();
+    ASSERT_EQ(train("tiny_causal_lm", root / "unmarked", unmarked), kExitOk);
+    ::testing::internal::GetCapturedStdout();
+    EXPECT_FALSE(read_bytes(latest(root / "unmarked") / io::kModelFile) ==
+                 read_bytes(latest(root / "straight") / io::kModelFile));
+  }
+}
+
 // data.document_separator (every line a document): causal and masked runs resume bit for bit,
 // and packing changes what is learned.
 TEST(TrainCommand, PackedDocumentsResumeBitExactAndChangeTheRun) {

@@ -1,5 +1,6 @@
 // A causal LM task with train.carry_state: each split evaluated as lanes carrying the state equals
 // every lane read whole in one pass, by position too; options that cannot apply are refused.
+// With packed documents (in the text or marked by the source) every document scores alone.
 #include "app/tasks/causal_lm_task.h"
 
 #include <cmath>
@@ -14,9 +15,12 @@
 #include "framework/autograd/grad_mode.h"
 #include "recipes/loader.h"
 #include "recipes/recipe_error.h"
+#include "tests/support/expect_error.h"
 
 namespace rota::app {
 namespace {
+
+using rota::testing::expect_error;
 
 std::unique_ptr<CausalLmTask> causal_task(const std::vector<std::string>& overrides) {
   TaskInputs inputs;
@@ -95,6 +99,59 @@ TEST(StatefulEvaluation, EqualsEveryLaneReadWholeInOnePass) {
   EXPECT_EQ(buckets.back().last, static_cast<int64_t>(expected.by_position.size()));
 }
 
+// Packed lanes: with every line a document, each lane (read as whole_lanes reads it, up to
+// `limit` tokens) is cut into its documents (a lane starts one; a separator ends one), each
+// scored alone from its first token, every target but a separator's.
+LaneTotals lane_documents_alone(CausalLmTask& task, const std::string& split, int64_t lanes,
+                                int64_t limit, int64_t separator) {
+  const data::TokenStream stream = task.split_tokens(split);
+  const int64_t usable = stream->size() - 1;
+  const int64_t lane_length = (usable + lanes - 1) / lanes;
+  LaneTotals totals;
+  NoGradGuard no_grad;
+  for (int64_t k = 0; k * lane_length < usable; ++k) {
+    const int64_t length = std::min({lane_length, usable - k * lane_length, limit});
+    std::vector<int64_t> lane(static_cast<size_t>(length + 1));
+    stream->copy_to(k * lane_length, length + 1, lane.data());  // inputs and the last target
+    for (int64_t start = 0; start < length;) {
+      int64_t end = start;  // the document [start, end]
+      while (end < length - 1 && lane[end] != separator) ++end;
+      const int64_t len = end - start + 1;
+      Tensor ids = Tensor::empty({1, len}, DType::kI64);
+      Tensor next = Tensor::empty({1, len}, DType::kI64);
+      for (int64_t t = 0; t < len; ++t) {
+        ids.data<int64_t>()[t] = lane[start + t];
+        next.data<int64_t>()[t] = lane[start + t + 1];
+      }
+      const std::vector<double> losses =
+          task.causal_lm().token_losses(ids, next).to_double_vector();
+      for (int64_t t = 0; t < len; ++t) {
+        if (lane[start + t] == separator) continue;
+        totals.loss_sum += losses[t];
+        ++totals.tokens;
+      }
+      start = end + 1;
+    }
+  }
+  return totals;
+}
+
+TEST(StatefulEvaluation, PackedLanesScoreEachDocumentAsItselfAlone) {
+  std::unique_ptr<CausalLmTask> task =
+      stateful_task({"data.batch_size=4", "data.document_separator=\"\\n\""});
+  task->model().eval();
+  const int64_t separator = task->tokenizer().encode("\n").at(0);
+  for (int64_t max_batches : {3, 0}) {
+    SCOPED_TRACE("max_batches " + std::to_string(max_batches));
+    const train::Metrics metrics = task->evaluate_split("valid", max_batches);
+    const LaneTotals expected = lane_documents_alone(
+        *task, "valid", 4, max_batches > 0 ? max_batches * 32 : int64_t{1} << 40, separator);
+    EXPECT_EQ(train::metric_value(metrics, "tokens"), static_cast<double>(expected.tokens));
+    const double loss = expected.loss_sum / static_cast<double>(expected.tokens);
+    EXPECT_NEAR(train::metric_value(metrics, "loss"), loss, 2e-6 * loss);
+  }
+}
+
 // The refusal (a RecipeError: the run's options, not a bug) of `call`, naming `fragment`.
 void expect_recipe_error(const std::function<void()>& call, const std::string& fragment) {
   try {
@@ -114,15 +171,14 @@ TEST(StatefulEvaluation, SlidingWindowsAndSeparateBatchesAreRefused) {
                       "which separate batches cannot reproduce");
 }
 
-// Packed documents (data.document_separator "\n": every line a document): the evaluation of a
-// window scores each of its documents as that document alone would be scored (its own tokens
-// from its first, every target but the separator's), and the evaluation batches refuse.
-TEST(PackedEvaluation, EachDocumentOfAWindowScoresAsItselfAlone) {
-  std::unique_ptr<CausalLmTask> task = causal_task({"data.document_separator=\"\\n\""});
-  task->model().eval();
-  const int64_t separator = task->tokenizer().encode("\n").at(0);
-  const train::Metrics metrics = task->evaluate_split("valid", 2);  // 2 batches of 4 windows
-  const data::TokenStream stream = task->split_tokens("valid");
+// The evaluation of the first 8 windows of `split` computed independently: each document of a
+// window (up to and including its separator, or the window's end) scored alone from its first
+// token, every target but a separator's.
+void expect_documents_scored_alone(CausalLmTask& task, const std::string& split,
+                                   int64_t separator) {
+  task.model().eval();
+  const train::Metrics metrics = task.evaluate_split(split, 2);  // 2 batches of 4 windows
+  const data::TokenStream stream = task.split_tokens(split);
   double loss_sum = 0;
   int64_t targets = 0;
   NoGradGuard no_grad;
@@ -141,7 +197,7 @@ TEST(PackedEvaluation, EachDocumentOfAWindowScoresAsItselfAlone) {
         next.data<int64_t>()[t] = window[start + t + 1];
       }
       const std::vector<double> losses =
-          task->causal_lm().token_losses(ids, next).to_double_vector();
+          task.causal_lm().token_losses(ids, next).to_double_vector();
       for (int64_t t = 0; t < len; ++t) {
         if (window[start + t] == separator) continue;  // a separator predicts nothing
         loss_sum += losses[t];
@@ -153,8 +209,63 @@ TEST(PackedEvaluation, EachDocumentOfAWindowScoresAsItselfAlone) {
   EXPECT_EQ(train::metric_value(metrics, "tokens"), static_cast<double>(targets));
   const double loss = loss_sum / static_cast<double>(targets);
   EXPECT_NEAR(train::metric_value(metrics, "loss"), loss, 2e-6 * loss);
-  expect_recipe_error([&] { task->evaluation_batches("valid", 1); },
+  expect_recipe_error([&] { task.evaluation_batches(split, 1); },
                       "whose document ids separate batches do not carry");
+}
+
+// Packed documents (data.document_separator "\n": every line a document): the evaluation of a
+// window scores each of its documents as that document alone would be scored (its own tokens
+// from its first, every target but the separator's), and the evaluation batches refuse.
+TEST(PackedEvaluation, EachDocumentOfAWindowScoresAsItselfAlone) {
+  std::unique_ptr<CausalLmTask> task = causal_task({"data.document_separator=\"\\n\""});
+  expect_documents_scored_alone(*task, "valid", task->tokenizer().encode("\n").at(0));
+}
+
+bool blank_line(const std::string& line) {
+  return line.find_first_not_of(" \t\r\n") == std::string::npos;
+}
+
+// Documents the source marks (data.documents PARAGRAPHS, byte tokenizer): the split's ids are
+// every paragraph's bytes followed by the <sep> token Rota added to the tokenizer, the paragraphs
+// read off the split's text here line by line; windows then score each paragraph alone.
+TEST(PackedEvaluation, ParagraphsTheSourceMarksEndWithTheSepToken) {
+  std::unique_ptr<CausalLmTask> task = causal_task({"data.documents=PARAGRAPHS"});
+  const int64_t sep = task->tokenizer().specials().id(data::SpecialToken::kSep);
+  ASSERT_EQ(sep, 256);  // the bytes, then <sep>
+  const std::string text = task->corpus().read_text("valid");
+  std::vector<int64_t> expected;
+  std::string document;
+  bool content = false, last_blank = false;
+  int64_t paragraphs = 0;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size() - 1) + 1;
+    const std::string line = text.substr(at, end - at);
+    at = end;
+    if (!blank_line(line) && last_blank && content) {
+      for (unsigned char c : document) expected.push_back(c);
+      expected.push_back(sep);
+      ++paragraphs;
+      document.clear();
+      content = false;
+    }
+    document += line;
+    content = content || !blank_line(line);
+    last_blank = blank_line(line);
+  }
+  for (unsigned char c : document) expected.push_back(c);
+  if (content) expected.push_back(sep);
+  EXPECT_GT(paragraphs, 100);
+  EXPECT_EQ(task->split_tokens("valid")->to_vector(), expected);
+  expect_documents_scored_alone(*task, "valid", sep);
+}
+
+// A separator the text itself gives cannot mark the documents a source ends.
+TEST(PackedEvaluation, ASourceSeparatorTheTextContainsIsRefused) {
+  std::unique_ptr<CausalLmTask> task =
+      causal_task({"data.documents=PARAGRAPHS", "data.document_separator=\"e\""});
+  expect_error([&] { task->split_tokens("valid"); },
+               {"the valid split's text itself encodes to the document separator (token 101, e)",
+                "choose another data.document_separator"});
 }
 
 TEST(PackedEvaluation, ASeparatorOfSeveralTokensIsRefused) {

@@ -50,5 +50,33 @@ TEST(PackedDocuments, MaskedBatchesTakeTheirDocumentsFromTheUncorruptedTokens) {
   EXPECT_EQ(batch.tokens.to_double_vector(), (std::vector<double>{1, 0, 3, 9, 4}));
 }
 
+TEST(PackedLanes, DocumentPositionsAfterAWindow) {
+  // Row 0 ends with a separator (the next window starts a document); row 1 has none (it goes
+  // on by the width); row 2's last separator leaves two tokens of a new document.
+  const Tensor tokens = ids({1, 2, 3, 4, 9, 5, 6, 7, 8, 1, 9, 1, 9, 5, 2}, 3);
+  EXPECT_EQ(document_positions_after(tokens, kSep, {6, 11, 3}), (std::vector<int64_t>{0, 16, 2}));
+  EXPECT_THROW(document_positions_after(tokens, kSep, {0, 0}), Error);  // one per row
+}
+
+// document_position_at against a plain count over the stream, at every token of lanes that
+// start at several places, across block boundaries of the backwards read.
+TEST(PackedLanes, DocumentPositionAtCountsBackToTheSeparatorOrTheLaneStart) {
+  std::vector<int64_t> values;
+  for (int64_t i = 0; i < 10000; ++i) values.push_back(i % 997 == 0 || i % 4999 == 7 ? kSep : 1);
+  TokenSequenceBuilder builder(TokenWidth::kU16);
+  builder.append(values);
+  const TokenStream stream = builder.finish();
+  for (int64_t lane_begin : {0, 3, 4500, 9990}) {
+    for (int64_t at = lane_begin; at <= 10000; at += (at < lane_begin + 20 ? 1 : 37)) {
+      int64_t expected = 0;
+      while (at - expected > lane_begin && values[at - expected - 1] != kSep) ++expected;
+      ASSERT_EQ(document_position_at(*stream, lane_begin, at, kSep), expected)
+          << lane_begin << " " << at;
+    }
+  }
+  EXPECT_THROW(document_position_at(*stream, 5, 4, kSep), Error);
+  EXPECT_THROW(document_position_at(*stream, 0, 10001, kSep), Error);
+}
+
 }  // namespace
 }  // namespace rota::data

@@ -120,6 +120,86 @@ TEST(PrepareCorpus, ShardsHoldTheSplitsIdsAndTheManifestDescribesThem) {
   EXPECT_EQ(entries, 1);
 }
 
+// Documents the source marks: every paragraph's ids, then the end token, written out here from
+// the tokenizer's encoding of each paragraph; the manifest records boundary and token.
+TEST(PrepareCorpus, DocumentsTheSourceMarksEndWithTheirToken) {
+  TempDir tmp;
+  const std::string train = "w1 w2\nw3\n\nw4 w5\n\n\nw6\n";
+  write_bytes(tmp / "corpus/train.txt", train);
+  write_bytes(tmp / "corpus/valid.txt", "\nw2\n\nw3");
+  TokenizerSpec spec;
+  spec.kind = TokenizerKind::kWord;
+  spec.specials = {SpecialToken::kUnk, SpecialToken::kEos, SpecialToken::kSep};
+  const std::unique_ptr<Tokenizer> tokenizer = build_tokenizer(spec, train);
+  const int64_t sep = tokenizer->specials().id(SpecialToken::kSep);
+  PrepareOptions options;
+  options.out = tmp / "prepared";
+  options.piece_bytes = 4;  // documents span pieces
+  options.threads = 2;
+  options.documents = DocumentBoundary::kParagraphs;
+  options.document_end_token = sep;
+  const PreparedManifest m =
+      prepare_corpus(Corpus::open((tmp / "corpus").string()), *tokenizer, options);
+  const auto document = [&](const std::string& text) {
+    std::vector<int64_t> ids = tokenizer->encode(text);
+    ids.push_back(sep);
+    return ids;
+  };
+  std::vector<int64_t> expected_train;
+  for (const char* paragraph : {"w1 w2\nw3\n\n", "w4 w5\n\n\n", "w6\n"}) {
+    const std::vector<int64_t> ids = document(paragraph);
+    expected_train.insert(expected_train.end(), ids.begin(), ids.end());
+  }
+  std::vector<int64_t> expected_valid = document("\nw2\n\n");  // leading blank lines join it
+  const std::vector<int64_t> last = document("w3");
+  expected_valid.insert(expected_valid.end(), last.begin(), last.end());
+  const PreparedCorpus prepared = PreparedCorpus::open(options.out);
+  EXPECT_EQ(prepared.split_stream("train")->to_vector(), expected_train);
+  EXPECT_EQ(prepared.split_stream("valid")->to_vector(), expected_valid);
+  EXPECT_EQ(m.documents, DocumentBoundary::kParagraphs);
+  EXPECT_EQ(prepared.manifest().documents, DocumentBoundary::kParagraphs);
+  EXPECT_EQ(prepared.manifest().document_end_token, sep);
+  const auto j = nlohmann::json::parse(read_file(options.out / "manifest.json"));
+  EXPECT_EQ(j["documents"]["boundary"], "paragraphs");
+  EXPECT_EQ(j["documents"]["end_token"], sep);
+
+  // Text that itself encodes to the end token is refused, quoting the line.
+  options.out = tmp / "refused";
+  options.document_end_token = tokenizer->encode("w4").at(0);
+  expect_error(
+      [&] { prepare_corpus(Corpus::open((tmp / "corpus").string()), *tokenizer, options); },
+      {"the train split's text itself encodes to the document separator",
+       "in the line \"w4 w5\";"});
+  EXPECT_FALSE(fs::exists(tmp / "refused"));
+}
+
+TEST(PreparedManifest, DocumentFieldsAreCheckedAndOptional) {
+  PreparedManifest m;
+  m.tokenizer_kind = "char";
+  m.tokenizer_sha256 = "00";
+  m.vocab_size = 10;
+  m.source = "x";
+  const std::string plain = manifest_to_json(m);
+  EXPECT_EQ(plain.find("documents"), std::string::npos);  // none: no field, as before
+  EXPECT_EQ(manifest_from_json(plain, "m.json").documents, DocumentBoundary::kNone);
+  EXPECT_EQ(manifest_from_json(plain, "m.json").document_end_token, -1);
+  m.documents = DocumentBoundary::kWikitextArticles;
+  m.document_end_token = 9;
+  const PreparedManifest back = manifest_from_json(manifest_to_json(m), "m.json");
+  EXPECT_EQ(back.documents, DocumentBoundary::kWikitextArticles);
+  EXPECT_EQ(back.document_end_token, 9);
+  auto j = nlohmann::json::parse(manifest_to_json(m));
+  j["documents"]["end_token"] = 10;
+  expect_error([&] { manifest_from_json(j.dump(), "m.json"); },
+               {"m.json", "document end token 10 is outside the vocabulary [0, 10)"});
+  j["documents"]["end_token"] = 3;
+  j["documents"]["boundary"] = "chapters";
+  expect_error([&] { manifest_from_json(j.dump(), "m.json"); },
+               {"m.json", "unknown document boundary 'chapters'"});
+  j["documents"].erase("boundary");
+  expect_error([&] { manifest_from_json(j.dump(), "m.json"); }, {"missing field 'boundary'"});
+}
+
 TEST(PrepareCorpus, AVocabularyAbove65536UsesFourByteIds) {
   Fixture f(/*distinct=*/70000);  // more distinct words than 2^16 ids
   TokenizerSpec spec;

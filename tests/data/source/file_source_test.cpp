@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "data/corpus/corpus.h"
 #include "data/corpus/symbol_search.h"
 #include "data/dataset/file_examples.h"
@@ -197,6 +199,113 @@ TEST(CorpusStreaming, LocalPiecesMatchTheWholeTextForEveryCut) {
       }
     }
   }
+}
+
+// The text of a split's document pieces and the offsets in it where documents end.
+struct MarkedText {
+  std::string text;
+  std::vector<size_t> ends;
+};
+
+MarkedText marked(
+    const std::function<void(const std::function<void(std::string_view, bool)>&)>& run) {
+  MarkedText result;
+  run([&](std::string_view piece, bool ends) {
+    result.text += piece;
+    if (ends) result.ends.push_back(result.text.size());
+  });
+  return result;
+}
+
+TEST(SourceDocuments, RecordsAndFilesOfDataFiles) {
+  TempDir root;
+  write_bytes(root / "d/a.jsonl", "{\"text\": \"first\\nline\"}\n{\"text\": \"second\"}\n");
+  write_bytes(root / "d/b.jsonl", "{\"text\": \"third\"}\n");
+  FileSourceSpec spec;
+  spec.train = (root / "d").string();
+  spec.valid = (root / "d/b.jsonl").string();
+  const FileSource files(spec);
+  const std::string all = "first\nline\nsecond\nthird\n";
+  for (size_t limit : {1, 7, 100}) {
+    const MarkedText records = marked([&](const auto& v) {
+      files.for_each_document_piece("train", limit, DocumentBoundary::kRecords, v);
+    });
+    EXPECT_EQ(records.text, all);
+    EXPECT_EQ(records.ends, (std::vector<size_t>{11, 18, 24})) << limit;  // after each record
+    const MarkedText by_file = marked([&](const auto& v) {
+      files.for_each_document_piece("train", limit, DocumentBoundary::kFiles, v);
+    });
+    EXPECT_EQ(by_file.text, all);
+    EXPECT_EQ(by_file.ends, (std::vector<size_t>{18, 24})) << limit;  // after a.jsonl, b.jsonl
+    // Corpus::open_files hands its documents on unchanged.
+    const Corpus corpus = Corpus::open_files(spec);
+    const MarkedText through_corpus = marked([&](const auto& v) {
+      corpus.for_each_document_piece("train", limit, DocumentBoundary::kFiles, v);
+    });
+    EXPECT_EQ(through_corpus.text, by_file.text);
+    EXPECT_EQ(through_corpus.ends, by_file.ends);
+  }
+}
+
+TEST(SourceDocuments, AHeldOutSplitEndsTheFilesItHoldsPartsOf) {
+  TempDir root;
+  write_bytes(root / "a.txt", "a1\na2\na3\n");
+  write_bytes(root / "b.txt", "b1\nb2\n");
+  FileSourceSpec spec;
+  spec.train = (root / "*.txt").string();
+  spec.valid_fraction = 0.4;  // floor(5 × 0.4) = 2 records held out: b1, b2
+  const FileSource files(spec);
+  const auto documents = [&](const std::string& split) {
+    return marked([&](const auto& v) {
+      files.for_each_document_piece(split, 100, DocumentBoundary::kFiles, v);
+    });
+  };
+  EXPECT_EQ(documents("train").text, "a1\na2\na3\n");
+  EXPECT_EQ(documents("train").ends, (std::vector<size_t>{9}));
+  EXPECT_EQ(documents("valid").text, "b1\nb2\n");
+  EXPECT_EQ(documents("valid").ends, (std::vector<size_t>{6}));
+}
+
+// A directory corpus cut 90/5/5: each split's documents end exactly at the ends of the files
+// inside its part of the joined text (after the line break the join adds to a file without
+// one), and at the split's end.
+TEST(SourceDocuments, FilesOfACutDirectoryCorpus) {
+  TempDir root;
+  std::vector<std::string> contents;
+  for (int f = 0; f < 12; ++f) {
+    std::string text;
+    for (int i = 0; i < 3 + f % 4; ++i) text += "file " + std::to_string(f) + " line\n";
+    if (f == 4) text += "no newline";  // joined with an added '\n'
+    contents.push_back(text);
+    write_bytes(root / fmt::format("d/{:02}.txt", f), text);
+  }
+  std::string whole;
+  std::vector<size_t> file_ends;  // offsets in the joined text, after a '\n' the join adds
+  for (size_t f = 0; f < contents.size(); ++f) {
+    whole += contents[f];
+    if (f + 1 < contents.size() && whole.back() != '\n') whole += '\n';
+    file_ends.push_back(whole.size());
+  }
+  const Corpus corpus = Corpus::open((root / "d").string(), DataOptions{});
+  size_t begin = 0;
+  for (const std::string& split : {"train", "valid", "test"}) {
+    const std::string text = corpus.read_text(split);
+    ASSERT_EQ(whole.substr(begin, text.size()), text) << split;
+    std::vector<size_t> expected;
+    for (size_t end : file_ends) {
+      if (end > begin && end < begin + text.size()) expected.push_back(end - begin);
+    }
+    expected.push_back(text.size());  // the split ends its last document
+    for (size_t limit : {1, 10, 1000}) {
+      const MarkedText got = marked([&](const auto& v) {
+        corpus.for_each_document_piece(split, limit, DocumentBoundary::kFiles, v);
+      });
+      EXPECT_EQ(got.text, text) << split << " " << limit;
+      EXPECT_EQ(got.ends, expected) << split << " " << limit;
+    }
+    begin += text.size();
+  }
+  EXPECT_EQ(begin, whole.size());
 }
 
 }  // namespace
