@@ -152,8 +152,7 @@ Variable CausalLm::summed_loss_from(const Tensor& ids, const Tensor& targets, in
     return [encoder, head, piece_ids = columns(ids, start, len),
             piece_targets = columns(targets, start, len),
             piece_documents = columns(segment_ids, start, len),
-            piece_positions = columns(positions, start, len),
-            window_documents = segment_ids, start,
+            piece_positions = columns(positions, start, len), window_documents = segment_ids, start,
             position = offset + start](const std::vector<Variable>& in) {
       Encoder::Segment s = encoder->forward_segment(
           piece_ids, position, states_into_segment(in, window_documents, start), piece_documents,

@@ -211,8 +211,7 @@ OnednnOperand readable_operand(const Tensor& t, const Shape& batch) {
 void onednn_multiply(Tensor out, const Tensor& a, const Tensor& b, const Shape& batch,
                      const Tensor& bias, bool accumulate) {
   const auto is_bf16 = [](const Tensor& t) { return t.defined() && t.dtype() == DType::kBF16; };
-  if ((is_bf16(a) || is_bf16(b) || is_bf16(out) || is_bf16(bias)) &&
-      !bf16_matmul_native()) {
+  if ((is_bf16(a) || is_bf16(b) || is_bf16(out) || is_bf16(bias)) && !bf16_matmul_native()) {
     // No bf16 matmul in oneDNN on this CPU: the bf16 operands widened to f32 (exactly) and an
     // f32 product, which accumulates in f32 as oneDNN's bf16 kernels do; a bf16 out is rounded
     // once at the end, as oneDNN rounds its f32 accumulator.
