@@ -1,6 +1,8 @@
 // result.json of an ablation run (see run_result.h).
 #include "experiments/run_result.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 namespace rota::experiments {
@@ -29,6 +31,17 @@ Json stage_to_json(const StageResult& stage) {
     Json entry = {{"multiplier", c.multiplier}, {"length", c.length}};
     entry["value"] = c.value ? Json(*c.value) : Json(nullptr);
     entry["note"] = c.note;
+    if (!c.positions.empty()) {
+      Json positions = Json::array();
+      for (const PositionLoss& p : c.positions) {
+        // JSON has no NaN: an unreached bucket's loss is null.
+        positions.push_back({{"first", p.first},
+                             {"last", p.last},
+                             {"tokens", p.tokens},
+                             {"loss", std::isnan(p.loss) ? Json(nullptr) : Json(p.loss)}});
+      }
+      entry["positions"] = positions;
+    }
     contexts.push_back(entry);
   }
   return Json{{"kind", stage.kind},
@@ -70,6 +83,16 @@ StageResult stage_from_json(const Json& j) {
     c.length = entry.at("length").get<int64_t>();
     if (!entry.at("value").is_null()) c.value = entry.at("value").get<double>();
     c.note = entry.at("note").get<std::string>();
+    if (entry.contains("positions")) {
+      for (const Json& p : entry.at("positions")) {
+        PositionLoss loss;
+        loss.first = p.at("first").get<int64_t>();
+        loss.last = p.at("last").get<int64_t>();
+        loss.tokens = p.at("tokens").get<int64_t>();
+        loss.loss = p.at("loss").is_null() ? std::nan("") : p.at("loss").get<double>();
+        c.positions.push_back(loss);
+      }
+    }
     stage.contexts.push_back(c);
   }
   return stage;

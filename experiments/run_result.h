@@ -14,12 +14,24 @@ namespace rota::experiments {
 /// Metric name -> value ("loss", "ppl", "accuracy", "mcc").
 using MetricMap = std::map<std::string, double>;
 
+/// The mean test loss of the positions first … last (1-based, within a window) over `tokens`
+/// scored tokens (`rota eval --by-position`); loss is NaN when no window reaches them.
+struct PositionLoss {
+  int64_t first = 1;
+  int64_t last = 1;
+  int64_t tokens = 0;
+  double loss = 0;
+};
+
 /// The first stage's primary metric on the test split at multiplier × the training length.
 struct ContextResult {
   int multiplier = 1;
   int64_t length = 0;           // tokens per window
   std::optional<double> value;  // absent: not applicable (see note)
   std::string note;             // why there is no value ("n/a: learned absolute positions ...")
+  /// Causal LMs: the loss per position bucket (powers of two) at this length; empty otherwise
+  /// (and in results of a Rota that did not record them).
+  std::vector<PositionLoss> positions;
 };
 
 /// One training stage of a run and its evaluations.

@@ -2,7 +2,9 @@
 #include "experiments/run_unit.h"
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/chrono.h>
@@ -91,9 +93,31 @@ MetricMap parse_metrics_line(const std::string& line) {
   return values;
 }
 
+/// A `positions=A-B tokens=N loss=L ppl=P` line of `rota eval --by-position`; nullopt for any
+/// other line.
+std::optional<PositionLoss> parse_position_line(const std::string& line) {
+  if (line.rfind("positions=", 0) != 0) return std::nullopt;
+  const size_t dash = line.find('-');
+  const size_t space = line.find(' ');
+  if (dash == std::string::npos || space == std::string::npos || dash > space) return std::nullopt;
+  const MetricMap fields = parse_metrics_line(line);
+  if (!fields.contains("tokens") || !fields.contains("loss")) return std::nullopt;
+  try {
+    PositionLoss loss;
+    loss.first = std::stoll(line.substr(10, dash - 10));
+    loss.last = std::stoll(line.substr(dash + 1, space - dash - 1));
+    loss.tokens = static_cast<int64_t>(fields.at("tokens"));
+    loss.loss = fields.at("loss");
+    return loss;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 struct EvalOutput {
   MetricMap metrics;
   int64_t parameters = 0;
+  std::vector<PositionLoss> positions;  // with by_position
 };
 
 class UnitRunner {
@@ -188,12 +212,13 @@ class UnitRunner {
                                  last_error_line(log), log.string()));
   }
 
-  /// `rota eval CHECKPOINT --split SPLIT [--context N] [--batches B]`, or its cached result.
+  /// `rota eval CHECKPOINT --split SPLIT [--context N] [--batches B] [--by-position]`, or its
+  /// cached result.
   EvalOutput evaluate(const StagePlan& stage, const fs::path& checkpoint, const std::string& split,
-                      int64_t context) {
-    const std::string key =
-        fmt::format("stage{}|{}|{}|context{}|batches{}", stage.index,
-                    checkpoint.filename().string(), split, context, settings_.eval_batches);
+                      int64_t context, bool by_position) {
+    const std::string key = fmt::format("stage{}|{}|{}|context{}|batches{}{}", stage.index,
+                                        checkpoint.filename().string(), split, context,
+                                        settings_.eval_batches, by_position ? "|positions" : "");
     if (progress_.evals.contains(key)) {
       const Json& cached = progress_.evals[key];
       EvalOutput out;
@@ -201,10 +226,18 @@ class UnitRunner {
         out.metrics[name] = value.get<double>();
       }
       out.parameters = cached.at("parameters").get<int64_t>();
+      if (cached.contains("positions")) {
+        for (const Json& p : cached.at("positions")) {
+          out.positions.push_back({p.at(0).get<int64_t>(), p.at(1).get<int64_t>(),
+                                   p.at(2).get<int64_t>(),
+                                   p.at(3).is_null() ? std::nan("") : p.at(3).get<double>()});
+        }
+      }
       return out;
     }
     std::vector<std::string> argv = {settings_.program_name, "eval", checkpoint.string(), "--split",
                                      split};
+    if (by_position) argv.push_back("--by-position");
     if (context > 0) {
       argv.push_back("--context");
       argv.push_back(std::to_string(context));
@@ -232,6 +265,15 @@ class UnitRunner {
     std::ifstream in(captured);
     for (std::string line; std::getline(in, line);) {
       if (line.rfind("split=", 0) == 0) last_split_line = line;
+      if (std::optional<PositionLoss> position = parse_position_line(line)) {
+        out.positions.push_back(*position);
+      }
+    }
+    if (by_position && out.positions.empty()) {
+      throw RunFailure(
+          fmt::format("rota eval --by-position printed no positions lines (output: "
+                      "{}, log: {})",
+                      captured.string(), log.string()));
     }
     out.metrics = parse_metrics_line(last_split_line);
     // `parameters=N` ends the line: the model's size, not a metric.
@@ -248,6 +290,14 @@ class UnitRunner {
     Json metrics = Json::object();
     for (const auto& [name, value] : out.metrics) metrics[name] = value;
     progress_.evals[key] = {{"metrics", metrics}, {"parameters", out.parameters}};
+    if (by_position) {
+      Json positions = Json::array();
+      for (const PositionLoss& p : out.positions) {
+        positions.push_back(Json::array(
+            {p.first, p.last, p.tokens, std::isnan(p.loss) ? Json(nullptr) : Json(p.loss)}));
+      }
+      progress_.evals[key]["positions"] = positions;
+    }
     write_progress(run_.dir / kProgressFile, progress_);
     return out;
   }
@@ -263,7 +313,11 @@ class UnitRunner {
     result.test_split = evaluation_split(stage.recipe);
     check_stop();
     io::log_info("{}: evaluating stage {} on {}", label(), stage.index + 1, result.test_split);
-    const EvalOutput test = evaluate(stage, result.evaluated_checkpoint, result.test_split, 0);
+    // The first stage of a causal LM is also read position by position (its extrapolation).
+    const bool by_position =
+        stage.index == 0 && stage.recipe.model().kind() == recipes::Model::CAUSAL_LM;
+    const EvalOutput test =
+        evaluate(stage, result.evaluated_checkpoint, result.test_split, 0, by_position);
     result.test = test.metrics;
     result.parameters = test.parameters;
     if (stage.index != 0) return result;
@@ -274,13 +328,15 @@ class UnitRunner {
       context.length = trained_length * multiplier;
       if (multiplier == 1) {
         context.value = result.test.at(result.primary);
+        context.positions = test.positions;
       } else if (const std::string problem = app::context_problem(stage.recipe, context.length);
                  !problem.empty()) {
         context.note = "n/a: " + problem;
       } else {
         check_stop();
-        const EvalOutput at_length =
-            evaluate(stage, result.evaluated_checkpoint, result.test_split, context.length);
+        const EvalOutput at_length = evaluate(stage, result.evaluated_checkpoint, result.test_split,
+                                              context.length, by_position);
+        context.positions = at_length.positions;
         if (at_length.metrics.contains(result.primary)) {
           context.value = at_length.metrics.at(result.primary);
         } else {

@@ -185,6 +185,54 @@ PlotFile extrapolation_plot(const AblationReport& report) {
   return plot;
 }
 
+/// The longest evaluation length (as a context multiplier) at which some finished run has its
+/// loss by position; 0 when none has (not a causal LM, or results rebuilt from results.csv).
+int position_multiplier(const AblationReport& report) {
+  int best = 0;
+  for (const RunResult& r : report.results) {
+    if (r.status != RunResult::Status::kOk || r.stages.empty()) continue;
+    for (const ContextResult& c : r.stages.front().contexts) {
+      if (!c.positions.empty()) best = std::max(best, c.multiplier);
+    }
+  }
+  return best;
+}
+
+PlotFile positions_plot(const AblationReport& report, int multiplier) {
+  const StagePlan& stage = report.runs.front().stages.front();
+  const int64_t length = stage.recipe.data().sequence_length() * multiplier;
+  auto series_of = [&](int v, const std::string& name) {
+    std::map<double, std::vector<double>> by_position;
+    for (const RunResult* r : finished_results(report, v)) {
+      for (const ContextResult& c : r->stages.front().contexts) {
+        if (c.multiplier != multiplier) continue;
+        for (const PositionLoss& p : c.positions) {
+          if (p.tokens > 0 && !std::isnan(p.loss)) {
+            by_position[static_cast<double>(p.first)].push_back(p.loss);
+          }
+        }
+      }
+    }
+    return band_series(name, by_position);
+  };
+  ChartOptions options;
+  options.title = fmt::format("{}: test loss by position at {} tokens ({}× the training length)",
+                              report.plan->ablation.name(), length, multiplier);
+  options.subtitle =
+      "mean over the seeds (band: min to max); a point covers the positions up to the next";
+  options.x_label = "position in the window (log scale)";
+  options.y_label = "test loss (nats per token)";
+  options.log_x = true;
+  for (int64_t p = 1; p <= length; p *= 2) {
+    options.x_ticks.emplace_back(static_cast<double>(p), fmt::format("{}", p));
+  }
+  PlotFile plot;
+  plot.title = "Loss by position";
+  plot.svg = "positions.svg";
+  write_file_atomically(report.out / plot.svg, render_panels(report, options, series_of));
+  return plot;
+}
+
 }  // namespace
 
 std::vector<PlotFile> write_plots(const AblationReport& report) {
@@ -201,6 +249,9 @@ std::vector<PlotFile> write_plots(const AblationReport& report) {
   }
   if (report.plan->ablation.context_multipliers_size() >= 2) {
     plots.push_back(extrapolation_plot(report));
+  }
+  if (const int multiplier = position_multiplier(report); multiplier > 0) {
+    plots.push_back(positions_plot(report, multiplier));
   }
   return plots;
 }

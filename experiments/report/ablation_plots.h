@@ -20,7 +20,11 @@ inline constexpr int kMaxSeriesPerPanel = 8;
 /// - finetune_validation_curves.svg: the same for a follow-up stage;
 /// - extrapolation.svg (with two or more context multipliers): the test primary metric against
 ///   the multiplier of the training length (log x), one line per variant, mean over seeds with
-///   a min–max band; a multiplier the encoding cannot run at is left out of its line.
+///   a min–max band; a multiplier the encoding cannot run at is left out of its line;
+/// - positions.svg (causal LMs, when the runs recorded it): the test loss per position bucket
+///   (1, 2–3, 4–7, … at the bucket's first position, log x) at the longest evaluation length
+///   that has it, one line per variant, mean over seeds with a min–max band: whether the loss
+///   keeps falling with position, and where an encoding stops extrapolating.
 std::vector<PlotFile> write_plots(const AblationReport& report);
 
 }  // namespace rota::experiments

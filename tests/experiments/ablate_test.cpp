@@ -32,6 +32,7 @@
 #include "experiments/report/svg_chart.h"
 #include "experiments/report/text_table.h"
 #include "experiments/run_plan.h"
+#include "experiments/run_result.h"
 #include "experiments/subprocess.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
@@ -248,18 +249,34 @@ TEST(Ablate, TinyAblationWritesTheCsvTheMarkdownAndThePlots) {
     const double ppl = number(row, "test_ppl");
     EXPECT_NEAR(ppl, std::exp(number(row, "test_loss")), 1e-4 * ppl);
     EXPECT_EQ(number(row, "test_ppl_x1"), ppl);
-    // Twice the length, evaluated here in-process on the same checkpoint and batches.
+    // Twice the length, evaluated here in-process on the same checkpoint and batches, position
+    // by position too.
     app::EvalRequest eval;
     eval.checkpoint = io::find_best(run)->string();
     eval.split = "test";
     eval.context = 64;
     eval.batches = 4;
+    eval.by_position = true;
     ::testing::internal::CaptureStdout();
     ASSERT_EQ(app::run_evaluation(eval), kExitOk);
     const std::string printed = ::testing::internal::GetCapturedStdout();
     const double x2 = number(row, "test_ppl_x2");
     EXPECT_NE(printed.find(fmt::format("ppl={:.6g}", x2)), std::string::npos)
         << printed << " vs " << x2;
+    // result.json keeps the loss of every position bucket at 1× and 2×: 7 buckets at 64
+    // tokens (1, 2-3, ..., 32-63, 64), each the line rota eval --by-position prints.
+    const std::optional<RunResult> stored = result_from_json(read_bytes(run / "result.json"));
+    ASSERT_TRUE(stored.has_value());
+    const std::vector<ContextResult>& contexts = stored->stages.front().contexts;
+    ASSERT_EQ(contexts.size(), 2u);
+    EXPECT_EQ(contexts[0].positions.size(), 6u);  // 32 tokens: 1, 2-3, ..., 16-31, 32
+    ASSERT_EQ(contexts[1].positions.size(), 7u);
+    for (const PositionLoss& p : contexts[1].positions) {
+      EXPECT_NE(printed.find(fmt::format("positions={}-{} tokens={} loss={:.6g}", p.first, p.last,
+                                         p.tokens, p.loss)),
+                std::string::npos)
+          << printed;
+    }
     test_ppl[row.at("variant")].push_back(ppl);
   }
   EXPECT_EQ(seen.size(), 4u);
@@ -292,6 +309,7 @@ TEST(Ablate, TinyAblationWritesTheCsvTheMarkdownAndThePlots) {
   EXPECT_NE(md.find("2× (64 tokens)"), std::string::npos);
   EXPECT_NE(md.find("](validation_curves.svg)"), std::string::npos);
   EXPECT_NE(md.find("](extrapolation.svg)"), std::string::npos);
+  EXPECT_NE(md.find("](positions.svg)"), std::string::npos);
   EXPECT_NE(md.find("PNG"), std::string::npos);  // made, or why not
   // baseline: "lrpe": NoPE's paired differences with a 95% interval and a verdict.
   const size_t against = md.find("## Against the baseline");
@@ -299,7 +317,7 @@ TEST(Ablate, TinyAblationWritesTheCsvTheMarkdownAndThePlots) {
   EXPECT_NE(md.find("| nope | lrpe | ", against), std::string::npos) << md.substr(against);
   EXPECT_NE(md.find("difference per seed (1, 2)", against), std::string::npos);
   // PNGs are always made (librsvg2-bin is part of the set-up): real PNG files.
-  for (const char* png : {"validation_curves.png", "extrapolation.png"}) {
+  for (const char* png : {"validation_curves.png", "extrapolation.png", "positions.png"}) {
     const std::string bytes = read_bytes(out / png);
     ASSERT_GT(bytes.size(), 8u) << png;
     EXPECT_EQ(bytes.substr(1, 3), "PNG") << png;
@@ -313,7 +331,7 @@ TEST(Ablate, TinyAblationWritesTheCsvTheMarkdownAndThePlots) {
   EXPECT_NE(log.find("4 of 4 runs done, 0 running; ETA 0 s"), std::string::npos) << log;
 
   // The plots: well-formed SVG with one line per variant.
-  for (const char* name : {"validation_curves.svg", "extrapolation.svg"}) {
+  for (const char* name : {"validation_curves.svg", "extrapolation.svg", "positions.svg"}) {
     const std::string svg = read_bytes(out / name);
     expect_well_formed_svg(svg, name);
     for (const char* variant : {"nope", "lrpe"}) {

@@ -317,11 +317,13 @@ TEST(TrainCommand, PackedLanesResumeBitExactAnywhere) {
 }
 
 // data.document_separator (every line a document): causal and masked runs resume bit for bit,
-// and packing changes what is learned.
+// also a masked LM whose source marks its paragraphs, and packing changes what is learned.
 TEST(TrainCommand, PackedDocumentsResumeBitExactAndChangeTheRun) {
   const std::string lines = "data.document_separator=\"\\n\"";
   expect_resume_bit_exact("tiny_causal_lm", {lines, "model.dropout=0.1"});
   expect_resume_bit_exact("tiny_masked_lm", {lines});
+  // Documents the source marks (paragraphs, ended by the <sep> the masked LM's tokenizer has).
+  expect_resume_bit_exact("tiny_masked_lm", {"data.documents=PARAGRAPHS"});
   TempDir tmp;
   ::testing::internal::CaptureStdout();
   ASSERT_EQ(train("tiny_causal_lm", tmp / "packed", {lines}), kExitOk);
