@@ -11,13 +11,14 @@
 #include "app/setup/tokenizer_setup.h"
 #include "data/tokenizer/tokenizer_factory.h"
 #include "recipes/loader.h"
-#include "recipes/recipe_error.h"
+#include "tests/support/expect_recipe_error.h"
 
 namespace rota::app {
 namespace {
 
 using data::DocumentBoundary;
 using data::SpecialToken;
+using rota::testing::expect_recipe_error;
 
 recipes::Recipe recipe(const std::vector<std::string>& overrides) {
   return recipes::load_recipe(std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb",
@@ -30,15 +31,6 @@ std::unique_ptr<data::Tokenizer> char_tokenizer(std::vector<SpecialToken> specia
   spec.kind = data::TokenizerKind::kChar;
   spec.specials = std::move(specials);
   return data::build_tokenizer(spec, "a b c\nd e\n");
-}
-
-void expect_refusal(const std::function<void()>& call, const std::string& fragment) {
-  try {
-    call();
-    ADD_FAILURE() << "expected a RecipeError containing: " << fragment;
-  } catch (const recipes::RecipeError& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
 }
 
 TEST(DocumentSettings, NoPackingUnlessAsked) {
@@ -77,9 +69,9 @@ TEST(DocumentSettings, SourceDocumentsEndWithSepThenEos) {
 
 TEST(DocumentSettings, RefusesWhatCannotEndADocument) {
   const auto none = char_tokenizer({SpecialToken::kUnk});
-  expect_refusal([&] { document_settings(recipe({"data.documents=PARAGRAPHS"}), *none); },
-                 "data.documents: the char tokenizer has neither a <sep> nor an <eos> token");
-  expect_refusal(
+  expect_recipe_error([&] { document_settings(recipe({"data.documents=PARAGRAPHS"}), *none); },
+                      "data.documents: the char tokenizer has neither a <sep> nor an <eos> token");
+  expect_recipe_error(
       [&] {
         document_settings(recipe({"data.documents=PARAGRAPHS", "data.document_separator=\"a b\""}),
                           *none);

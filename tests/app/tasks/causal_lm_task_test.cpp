@@ -16,11 +16,13 @@
 #include "recipes/loader.h"
 #include "recipes/recipe_error.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/expect_recipe_error.h"
 
 namespace rota::app {
 namespace {
 
 using rota::testing::expect_error;
+using rota::testing::expect_recipe_error;
 
 std::unique_ptr<CausalLmTask> causal_task(const std::vector<std::string>& overrides) {
   TaskInputs inputs;
@@ -99,6 +101,33 @@ TEST(StatefulEvaluation, EqualsEveryLaneReadWholeInOnePass) {
   EXPECT_EQ(buckets.back().last, static_cast<int64_t>(expected.by_position.size()));
 }
 
+// Adds to `totals` the losses of tokens [0, n) of `tokens` (n + 1 values: the last is only a
+// target) with each document (up to and including its separator, or the end) scored alone from
+// its first token, every target but a separator's.
+void score_documents_alone(CausalLmTask& task, const std::vector<int64_t>& tokens,
+                           int64_t separator, LaneTotals& totals) {
+  const int64_t n = static_cast<int64_t>(tokens.size()) - 1;
+  NoGradGuard no_grad;
+  for (int64_t start = 0; start < n;) {
+    int64_t end = start;  // the document [start, end]
+    while (end < n - 1 && tokens[end] != separator) ++end;
+    const int64_t len = end - start + 1;
+    Tensor ids = Tensor::empty({1, len}, DType::kI64);
+    Tensor next = Tensor::empty({1, len}, DType::kI64);
+    for (int64_t t = 0; t < len; ++t) {
+      ids.data<int64_t>()[t] = tokens[start + t];
+      next.data<int64_t>()[t] = tokens[start + t + 1];
+    }
+    const std::vector<double> losses = task.causal_lm().token_losses(ids, next).to_double_vector();
+    for (int64_t t = 0; t < len; ++t) {
+      if (tokens[start + t] == separator) continue;
+      totals.loss_sum += losses[t];
+      ++totals.tokens;
+    }
+    start = end + 1;
+  }
+}
+
 // Packed lanes: with every line a document, each lane (read as whole_lanes reads it, up to
 // `limit` tokens) is cut into its documents (a lane starts one; a separator ends one), each
 // scored alone from its first token, every target but a separator's.
@@ -108,30 +137,11 @@ LaneTotals lane_documents_alone(CausalLmTask& task, const std::string& split, in
   const int64_t usable = stream->size() - 1;
   const int64_t lane_length = (usable + lanes - 1) / lanes;
   LaneTotals totals;
-  NoGradGuard no_grad;
   for (int64_t k = 0; k * lane_length < usable; ++k) {
     const int64_t length = std::min({lane_length, usable - k * lane_length, limit});
     std::vector<int64_t> lane(static_cast<size_t>(length + 1));
     stream->copy_to(k * lane_length, length + 1, lane.data());  // inputs and the last target
-    for (int64_t start = 0; start < length;) {
-      int64_t end = start;  // the document [start, end]
-      while (end < length - 1 && lane[end] != separator) ++end;
-      const int64_t len = end - start + 1;
-      Tensor ids = Tensor::empty({1, len}, DType::kI64);
-      Tensor next = Tensor::empty({1, len}, DType::kI64);
-      for (int64_t t = 0; t < len; ++t) {
-        ids.data<int64_t>()[t] = lane[start + t];
-        next.data<int64_t>()[t] = lane[start + t + 1];
-      }
-      const std::vector<double> losses =
-          task.causal_lm().token_losses(ids, next).to_double_vector();
-      for (int64_t t = 0; t < len; ++t) {
-        if (lane[start + t] == separator) continue;
-        totals.loss_sum += losses[t];
-        ++totals.tokens;
-      }
-      start = end + 1;
-    }
+    score_documents_alone(task, lane, separator, totals);
   }
   return totals;
 }
@@ -152,16 +162,6 @@ TEST(StatefulEvaluation, PackedLanesScoreEachDocumentAsItselfAlone) {
   }
 }
 
-// The refusal (a RecipeError: the run's options, not a bug) of `call`, naming `fragment`.
-void expect_recipe_error(const std::function<void()>& call, const std::string& fragment) {
-  try {
-    call();
-    ADD_FAILURE() << "expected a RecipeError naming: " << fragment;
-  } catch (const recipes::RecipeError& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
-
 TEST(StatefulEvaluation, SlidingWindowsAndSeparateBatchesAreRefused) {
   std::unique_ptr<CausalLmTask> task = stateful_task({});
   expect_recipe_error([&] { task->set_evaluation_stride(8); },
@@ -179,35 +179,14 @@ void expect_documents_scored_alone(CausalLmTask& task, const std::string& split,
   task.model().eval();
   const train::Metrics metrics = task.evaluate_split(split, 2);  // 2 batches of 4 windows
   const data::TokenStream stream = task.split_tokens(split);
-  double loss_sum = 0;
-  int64_t targets = 0;
-  NoGradGuard no_grad;
+  LaneTotals totals;
   for (int64_t w = 0; w < 8; ++w) {
     std::vector<int64_t> window(33);
     stream->copy_to(w * 32, 33, window.data());  // 32 inputs and the last target
-    int64_t start = 0;
-    while (start < 32) {
-      int64_t end = start;  // the document: [start, end], ending with a separator or the window
-      while (end < 31 && window[end] != separator) ++end;
-      const int64_t len = end - start + 1;
-      Tensor ids = Tensor::empty({1, len}, DType::kI64);
-      Tensor next = Tensor::empty({1, len}, DType::kI64);
-      for (int64_t t = 0; t < len; ++t) {
-        ids.data<int64_t>()[t] = window[start + t];
-        next.data<int64_t>()[t] = window[start + t + 1];
-      }
-      const std::vector<double> losses =
-          task.causal_lm().token_losses(ids, next).to_double_vector();
-      for (int64_t t = 0; t < len; ++t) {
-        if (window[start + t] == separator) continue;  // a separator predicts nothing
-        loss_sum += losses[t];
-        ++targets;
-      }
-      start = end + 1;
-    }
+    score_documents_alone(task, window, separator, totals);
   }
-  EXPECT_EQ(train::metric_value(metrics, "tokens"), static_cast<double>(targets));
-  const double loss = loss_sum / static_cast<double>(targets);
+  EXPECT_EQ(train::metric_value(metrics, "tokens"), static_cast<double>(totals.tokens));
+  const double loss = totals.loss_sum / static_cast<double>(totals.tokens);
   EXPECT_NEAR(train::metric_value(metrics, "loss"), loss, 2e-6 * loss);
   expect_recipe_error([&] { task.evaluation_batches(split, 1); },
                       "whose document ids separate batches do not carry");
