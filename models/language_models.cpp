@@ -60,10 +60,6 @@ void check_ids_and_targets(const Tensor& ids, const Tensor& targets, const char*
              shape_str(targets.shape()));
 }
 
-}  // namespace
-
-namespace {
-
 // Packed documents continuing a carried state: the absolute encodings' positions [B, N] i64
 // (each row's first document from carried.document_positions, zeros at the start of a
 // stream), and carried.states with the rows whose first document is new set to zero (copies:
