@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -96,7 +97,8 @@ MetricMap parse_metrics_line(const std::string& line) {
 /// A `positions=A-B tokens=N loss=L ppl=P` line of `rota eval --by-position`; nullopt for any
 /// other line.
 std::optional<PositionLoss> parse_position_line(const std::string& line) {
-  if (line.rfind("positions=", 0) != 0) return std::nullopt;
+  constexpr std::string_view kPrefix = "positions=";
+  if (line.rfind(kPrefix, 0) != 0) return std::nullopt;
   const size_t dash = line.find('-');
   const size_t space = line.find(' ');
   if (dash == std::string::npos || space == std::string::npos || dash > space) return std::nullopt;
@@ -104,7 +106,7 @@ std::optional<PositionLoss> parse_position_line(const std::string& line) {
   if (!fields.contains("tokens") || !fields.contains("loss")) return std::nullopt;
   try {
     PositionLoss loss;
-    loss.first = std::stoll(line.substr(10, dash - 10));
+    loss.first = std::stoll(line.substr(kPrefix.size(), dash - kPrefix.size()));
     loss.last = std::stoll(line.substr(dash + 1, space - dash - 1));
     loss.tokens = static_cast<int64_t>(fields.at("tokens"));
     loss.loss = fields.at("loss");

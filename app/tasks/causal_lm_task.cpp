@@ -167,6 +167,9 @@ void CausalLmTask::for_each_lane_window(
   const int64_t batches =
       max_batches > 0 ? std::min(max_batches, lanes.batches()) : lanes.batches();
   models::CausalLm::CarriedState carried;
+  // Packed documents: every lane starts one.
+  if (document_separator() >= 0)
+    carried.document_positions.assign(static_cast<size_t>(lanes.lanes()), 0);
   for (int64_t g = 0; g < batches; ++g) {
     const data::LmBatch batch = packed(lanes.batch(g));
     check_batch_memory(batch.tokens);
@@ -175,10 +178,7 @@ void CausalLmTask::for_each_lane_window(
         model_->token_losses(batch.tokens, batch.targets, 1024, &carried, batch.segment_ids)
             .to(DType::kF64);
     if (batch.segment_ids.defined()) {
-      // Every lane starts a document (empty: zeros); a lane that has ended is padding.
-      if (carried.document_positions.empty()) {
-        carried.document_positions.assign(static_cast<size_t>(batch.tokens.size(0)), 0);
-      }
+      // A lane that has ended is padding: its position no longer matters.
       carried.document_positions = data::document_positions_after(
           batch.tokens, document_separator(), std::move(carried.document_positions));
     }
