@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include "framework/backend/cpu/bf16_gemm.h"
+#include "framework/backend/primitives/matmul.h"
 #include "framework/tensor/random.h"
 
 // Args: {M, N, K, A transposed}. A transposed is read in place (A stored [K, M]), as the
@@ -46,6 +47,20 @@ void shapes(benchmark::internal::Benchmark* b) {
     b->Args({64, 64, 512, transposed});
   }
 }
+
+// The same products as one oneDNN batched call over `batch` blocks ([batch, M, K]·[batch, K, N]),
+// per-block GFLOP/s, for comparison with the per-block micro-kernels.
+void BM_BatchedOnednn(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2), batch = 256;
+  rota::Generator gen(1);
+  const rota::Tensor a = rota::randn({batch, m, k}, gen);
+  const rota::Tensor b = rota::randn({batch, k, n}, gen);
+  for (auto _ : state) benchmark::DoNotOptimize(rota::backend::matmul(a, b).data<float>());
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(batch * m * n * k) * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_BatchedOnednn)->Args({64, 64, 64, 0})->Args({32, 64, 64, 0});
 
 BENCHMARK_CAPTURE(BM_BlockProduct, f32, -1)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_BlockProduct, bf16_emulated, 0)->Apply(shapes);

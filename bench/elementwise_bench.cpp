@@ -26,7 +26,9 @@
 
 #include "framework/backend/cpu/parallel.h"
 #include "framework/backend/cpu/vector_math.h"
+#include "framework/backend/fused/fused_activation.h"
 #include "framework/backend/fused/gated_activation.h"
+#include "framework/backend/primitives/convert.h"
 #include "framework/backend/primitives/cross_entropy.h"
 #include "framework/backend/primitives/elementwise.h"
 #include "framework/backend/primitives/indexing.h"
@@ -98,6 +100,36 @@ void BM_add(benchmark::State& state) {
     benchmark::DoNotOptimize(out.raw_data());
   }
   set_bytes_moved(state, 3 * kElements * 4);
+}
+
+// The operand of a bf16 product on the portable path (no bf16 matmul in oneDNN): rounded to bf16
+// and widened back to f32 (two passes, the old way) against round_to_bf16_values (one pass).
+void BM_portable_bf16_operand(benchmark::State& state) {
+  Generator gen(1);
+  const Tensor x = randn({kElements}, gen);
+  const bool one_pass = state.range(0) != 0;
+  for (auto _ : state) {
+    Tensor out = one_pass ? backend::round_to_bf16_values(x) : backend::to_bf16(x).to(DType::kF32);
+    benchmark::DoNotOptimize(out.raw_data());
+  }
+  set_bytes_moved(state, 2 * kElements * 4);
+}
+
+// GELU for a bf16 product on the portable path: the f32 activation, rounded to bf16 and widened
+// back (three passes, the old way) against the activation rounded in the same pass
+// (activation_to_bf16, kToBf16Values).
+void BM_portable_bf16_activation(benchmark::State& state) {
+  Generator gen(1);
+  const Tensor x = rand({kElements}, gen, -3, 3);
+  const bool fused = state.range(0) != 0;
+  for (auto _ : state) {
+    Tensor out =
+        fused ? backend::activation_to_bf16(backend::UnaryOp::kGeluErf, x,
+                                            backend::Bf16Rounding::kToBf16Values)
+              : backend::to_bf16(backend::unary(backend::UnaryOp::kGeluErf, x)).to(DType::kF32);
+    benchmark::DoNotOptimize(out.raw_data());
+  }
+  set_bytes_moved(state, 2 * kElements * 4);
 }
 
 // Unary maps on x uniform in [-3, 3] (the bulk of pre-activation values); items/s = elements/s.
@@ -313,6 +345,12 @@ BENCHMARK(BM_memcpy_parallel_fresh_dst)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_add)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_portable_bf16_operand)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_portable_bf16_activation)
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_unary, gelu_erf, backend::UnaryOp::kGeluErf)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

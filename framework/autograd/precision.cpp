@@ -52,15 +52,20 @@ bool product_in_bf16(const Tensor& a, const Tensor& b) {
 Tensor round_to_bf16_operand(const Tensor& t) {
   ROTA_CHECK(t.dtype() == DType::kF32, "bf16 matmul: operand dtype {} (expected f32)",
              dtype_name(t.dtype()));
-  Tensor rounded = backend::to_bf16(t);
-  if (bf16_matmul_native()) return rounded;
+  if (bf16_matmul_native()) return backend::to_bf16(t);
   if (!g_emulation_reported.exchange(true)) {
     g_warning_handler.load()(
         "bf16 matmul: oneDNN has no bf16 kernel on this CPU (it needs AVX-512; "
         "DNNL_MAX_CPU_ISA may also limit it); bf16 products run on the portable path: operands "
         "rounded to bf16, multiplied in f32 with f32 accumulation (bf16 numerics, f32 speed)");
   }
-  return rounded.to(DType::kF32);
+  return backend::round_to_bf16_values(t);  // one pass: the bf16 values, kept in f32
+}
+
+backend::Bf16Rounding bf16_operand_rounding(bool bf16) {
+  if (!bf16) return backend::Bf16Rounding::kNone;
+  return bf16_matmul_native() ? backend::Bf16Rounding::kToBf16
+                              : backend::Bf16Rounding::kToBf16Values;
 }
 
 void set_precision_warning_handler(PrecisionWarningHandler handler) {

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "framework/backend/primitives/convert.h"
 #include "framework/tensor/tensor.h"
 
 namespace rota {
@@ -64,6 +65,11 @@ void force_bf16_matmul_emulation(bool emulate);
 /// order, at f32 speed). The portable path reports itself once per process through the
 /// precision warning handler.
 Tensor round_to_bf16_operand(const Tensor& t);
+
+/// How a fused kernel should store a result that a product multiplies: unrounded when the
+/// product is not in bf16 (bf16 false), else rounded as round_to_bf16_operand rounds (a bf16
+/// tensor when bf16_matmul_native(), bf16 values in f32 on the portable path).
+backend::Bf16Rounding bf16_operand_rounding(bool bf16);
 
 /// Receives the one-time warning that kBF16 products run on the portable path. The default
 /// handler writes "warning: <message>" to stderr; the CLI routes it to its log.

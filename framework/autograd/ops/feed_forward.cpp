@@ -29,20 +29,14 @@ Variable feed_forward(const Variable& x, const Variable& w1, const Variable& b1,
   const std::vector<Variable> inputs{x, w1, b1, w2, b2};
   const OpRecord rec = inspect_inputs(inputs);
   const bool bf16 = product_in_bf16(x.data(), w1.data()) && w2.dtype() == DType::kF32;
-  const bool native = bf16 && bf16_matmul_native();
+  const b::Bf16Rounding rounding = bf16_operand_rounding(bf16);
   const Tensor x_in = bf16 ? round_to_bf16_operand(x.data()) : x.data();
   const Tensor w1_in = bf16 ? round_to_bf16_operand(w1.data()) : w1.data();
   const Tensor w2_in = bf16 ? round_to_bf16_operand(w2.data()) : w2.data();
   const Tensor h = b::linear(x_in, w1_in, b1.data());  // [..., H] pre-activation
-  // What the second product multiplies: act(h) in bf16 straight away (native), else the f32
-  // activation (rounded on the portable bf16 path).
-  Tensor a_in;
-  if (native) {
-    a_in = b::activation_to_bf16(act, h);
-  } else {
-    a_in = b::unary(act, h);
-    if (bf16) a_in = round_to_bf16_operand(a_in);
-  }
+  // What the second product multiplies: act(h) rounded in the same pass under bf16 (a bf16
+  // tensor, or bf16 values in f32 on the portable path), else the f32 activation.
+  const Tensor a_in = bf16 ? b::activation_to_bf16(act, h, rounding) : b::unary(act, h);
   Tensor y = b::linear(a_in, w2_in, b2.data());
   if (!rec.any) return Variable(std::move(y), false);
 
@@ -50,15 +44,15 @@ Variable feed_forward(const Variable& x, const Variable& w1, const Variable& b1,
   const int64_t e_in = w1.size(1), hidden = w1.size(0), e_out = w2.size(0);
   const bool need_first = rec.needs[0] || rec.needs[1] || rec.needs[2];
   return record_op(op, std::move(y), inputs,
-                   [needs = rec.needs, need_first, act, bf16, native, h, a_in, x_in, w1_in, w2_in,
+                   [needs = rec.needs, need_first, act, bf16, rounding, h, a_in, x_in, w1_in, w2_in,
                     shape_x = x.shape(), rows, e_in, hidden, e_out](const Tensor& grad) {
                      std::vector<Tensor> grads(5);
                      // Second product, as linear's backward: dy [R, E'] rounded once (with db2
                      // fused).
                      const Tensor dy = grad.reshape({rows, e_out});
                      Tensor dy_in;
-                     if (native && needs[4] && dy.is_contiguous()) {
-                       b::Bf16WithColumnSums fused = b::to_bf16_with_column_sums(dy);
+                     if (bf16 && needs[4] && dy.is_contiguous()) {
+                       b::Bf16WithColumnSums fused = b::to_bf16_with_column_sums(dy, rounding);
                        dy_in = std::move(fused.values);
                        grads[4] = std::move(fused.column_sums);
                      } else {
@@ -75,9 +69,8 @@ Variable feed_forward(const Variable& x, const Variable& w1, const Variable& b1,
                      Tensor dh;
                      if (h2.dtype() == DType::kF32) {
                        b::ActivationBackward fused =
-                           b::activation_backward_with_column_sums(act, h2, da, native);
-                       dh = bf16 && !native ? round_to_bf16_operand(fused.grad_input)
-                                            : std::move(fused.grad_input);
+                           b::activation_backward_with_column_sums(act, h2, da, rounding);
+                       dh = std::move(fused.grad_input);
                        if (needs[2]) grads[2] = std::move(fused.column_sums);
                      } else {  // f64 (gradient checks): the composed ops
                        const Tensor dh_full = b::unary_backward(act, h2, h2, da);
@@ -137,21 +130,16 @@ Variable gated_feed_forward(const Variable& x, const Variable& w_gate, const Var
   const Tensor w_gu = b::concat({w_gate.data(), w_up.data()}, 0);
   const Tensor b_gu = has_bias ? b::concat({b_gate.data(), b_up.data()}, 0) : Tensor();
   const bool bf16 = product_in_bf16(x.data(), w_gu) && w_down.dtype() == DType::kF32;
-  const bool native = bf16 && bf16_matmul_native();
+  const b::Bf16Rounding rounding = bf16_operand_rounding(bf16);
   const Tensor x_in = bf16 ? round_to_bf16_operand(x.data()) : x.data();
   const Tensor wgu_in = bf16 ? round_to_bf16_operand(w_gu) : w_gu;
   const Tensor wd_in = bf16 ? round_to_bf16_operand(w_down.data()) : w_down.data();
   // [gate | up]: [R, 2H], f32 (or f64).
   const Tensor gu = b::linear(x_in, wgu_in, b_gu).reshape({rows, 2 * hidden});
-  // What the down product multiplies: the gated activation in bf16 straight away (native), else
-  // in f32 (rounded on the portable bf16 path).
-  Tensor a_in;
-  if (native) {
-    a_in = b::gated_activation_to_bf16(act, gu);
-  } else {
-    a_in = b::gated_activation(act, gu);
-    if (bf16) a_in = round_to_bf16_operand(a_in);
-  }
+  // What the down product multiplies: the gated activation rounded in the same pass under bf16
+  // (a bf16 tensor, or bf16 values in f32 on the portable path), else in f32.
+  const Tensor a_in =
+      bf16 ? b::gated_activation_to_bf16(act, gu, rounding) : b::gated_activation(act, gu);
   Shape out_shape = x.shape();
   out_shape.back() = e_out;
   Tensor y = b::linear(a_in, wd_in, has_bias ? b_down.data() : Tensor()).reshape(out_shape);
@@ -159,15 +147,15 @@ Variable gated_feed_forward(const Variable& x, const Variable& w_gate, const Var
 
   return record_op(
       op, std::move(y), inputs,
-      [needs = rec.needs, has_bias, act, bf16, native, gu, a_in, x_in, wgu_in, wd_in,
+      [needs = rec.needs, has_bias, act, bf16, rounding, gu, a_in, x_in, wgu_in, wd_in,
        shape_x = x.shape(), rows, e_in, hidden, e_out](const Tensor& grad) {
         // Inputs: 0 x, 1 w_gate, 2 w_up, 3 w_down, then 4 b_gate, 5 b_up, 6 b_down.
         std::vector<Tensor> grads(has_bias ? 7 : 4);
         // The down product, as linear's backward: dy [R, E'] rounded once (db_down fused).
         const Tensor dy = grad.reshape({rows, e_out});
         Tensor dy_in;
-        if (native && has_bias && needs[6] && dy.is_contiguous()) {
-          b::Bf16WithColumnSums fused = b::to_bf16_with_column_sums(dy);
+        if (bf16 && has_bias && needs[6] && dy.is_contiguous()) {
+          b::Bf16WithColumnSums fused = b::to_bf16_with_column_sums(dy, rounding);
           dy_in = std::move(fused.values);
           grads[6] = std::move(fused.column_sums);
         } else {
@@ -186,8 +174,8 @@ Variable gated_feed_forward(const Variable& x, const Variable& w_gate, const Var
         Tensor dgu_in;
         Tensor db_gu;
         const bool need_db = has_bias && (needs[4] || needs[5]);
-        if (bf16 && need_db && native) {
-          b::Bf16WithColumnSums fused = b::to_bf16_with_column_sums(dgu);
+        if (bf16 && need_db) {
+          b::Bf16WithColumnSums fused = b::to_bf16_with_column_sums(dgu, rounding);
           dgu_in = std::move(fused.values);
           db_gu = std::move(fused.column_sums);
         } else {

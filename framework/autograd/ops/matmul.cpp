@@ -100,34 +100,37 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   const int64_t in_features = weight.size(1);
   const int64_t out_features = weight.size(0);
   const int64_t rows = shape_numel(leading_dims(x.shape(), 1));
-  return record_op(
-      "linear", out, inputs,
-      [needs = rec.needs, has_bias, bf16, xd = rec.needs[1] ? x_in : Tensor(),
-       wd = rec.needs[0] ? w_in : Tensor(), shape_x = x.shape(), in_features, out_features,
-       rows](const Tensor& grad) {
-        // Over the flattened rows: x: [R, In], W: [Out, In], g: [R, Out]. Under bf16, x and W
-        // are the saved rounded copies and g is rounded once for both products.
-        const Tensor g = grad.reshape({rows, out_features});
-        std::vector<Tensor> grads(has_bias ? 3 : 2);
-        Tensor g_in;
-        if (bf16 && has_bias && needs[2] && g.is_contiguous() && bf16_matmul_native()) {
-          // One pass over g for both its bf16 rounding and db = Σ_r g[r, :] (same bits).
-          b::Bf16WithColumnSums fused = b::to_bf16_with_column_sums(g);
-          g_in = std::move(fused.values);
-          grads[2] = std::move(fused.column_sums);
-        } else {
-          g_in = compute_operand(g, bf16);
-          // db = Σ_r g[r, :]: [Out], from the f32 gradient.
-          if (has_bias && needs[2]) grads[2] = b::reduce_sum(g, {0}, /*keepdim=*/false);
-        }
-        // dx = g·W: [R, In].
-        if (needs[0]) grads[0] = b::matmul(g_in, wd).reshape(shape_x);
-        // dW = gᵀ·x: [Out, In] (matmul_weight_gradient picks the faster orientation).
-        if (needs[1]) {
-          grads[1] = b::matmul_weight_gradient(g_in, xd.reshape({rows, in_features}));
-        }
-        return grads;
-      });
+  return record_op("linear", out, inputs,
+                   [needs = rec.needs, has_bias, bf16, xd = rec.needs[1] ? x_in : Tensor(),
+                    wd = rec.needs[0] ? w_in : Tensor(), shape_x = x.shape(), in_features,
+                    out_features, rows](const Tensor& grad) {
+                     // Over the flattened rows: x: [R, In], W: [Out, In], g: [R, Out]. Under bf16,
+                     // x and W are the saved rounded copies and g is rounded once for both
+                     // products.
+                     const Tensor g = grad.reshape({rows, out_features});
+                     std::vector<Tensor> grads(has_bias ? 3 : 2);
+                     Tensor g_in;
+                     if (bf16 && has_bias && needs[2] && g.is_contiguous()) {
+                       // One pass over g for both its bf16 rounding and db = Σ_r g[r, :] (same
+                       // bits).
+                       b::Bf16WithColumnSums fused =
+                           b::to_bf16_with_column_sums(g, bf16_operand_rounding(true));
+                       g_in = std::move(fused.values);
+                       grads[2] = std::move(fused.column_sums);
+                     } else {
+                       g_in = compute_operand(g, bf16);
+                       // db = Σ_r g[r, :]: [Out], from the f32 gradient.
+                       if (has_bias && needs[2])
+                         grads[2] = b::reduce_sum(g, {0}, /*keepdim=*/false);
+                     }
+                     // dx = g·W: [R, In].
+                     if (needs[0]) grads[0] = b::matmul(g_in, wd).reshape(shape_x);
+                     // dW = gᵀ·x: [Out, In] (matmul_weight_gradient picks the faster orientation).
+                     if (needs[1]) {
+                       grads[1] = b::matmul_weight_gradient(g_in, xd.reshape({rows, in_features}));
+                     }
+                     return grads;
+                   });
 }
 
 Variable linear_activation(const Variable& x, const Variable& weight, const Variable& bias,
@@ -159,11 +162,9 @@ Variable linear_activation(const Variable& x, const Variable& weight, const Vari
         std::vector<Tensor> grads(3);
         Tensor dh;  // what the two products multiply: bf16 (native), rounded f32, or as is
         if (h2.dtype() == DType::kF32) {
-          const bool native_bf16 = bf16 && bf16_matmul_native();
           b::ActivationBackward fused =
-              b::activation_backward_with_column_sums(act, h2, dy, native_bf16);
-          dh = bf16 && !native_bf16 ? round_to_bf16_operand(fused.grad_input)
-                                    : std::move(fused.grad_input);
+              b::activation_backward_with_column_sums(act, h2, dy, bf16_operand_rounding(bf16));
+          dh = std::move(fused.grad_input);
           grads[2] = std::move(fused.column_sums);
         } else {  // f64 (gradient checks): the composed ops
           const Tensor dh_full = b::unary_backward(act, h2, h2, dy);

@@ -130,18 +130,28 @@ inline void backward_loop(const float* x, const float* grad_y, float* grad_x, in
   for (int64_t i = 0; i < n; ++i) grad_x[i] = grad_y[i] * F::derivative(x[i]);
 }
 
-// x: [n] f32, y: [n] bf16 bits. Round to nearest even on the bit pattern; NaN stays a quiet
-// NaN (the top 16 bits with the quiet bit set); subnormals round like any other value (no
-// flush). Both results are computed and one kept by mask: a `?:` over them stays a branch.
+// The bf16 bits of x: round to nearest even on the bit pattern; NaN stays a quiet NaN (the top
+// 16 bits with the quiet bit set); subnormals round like any other value (no flush). Both
+// results are computed and one kept by mask: a `?:` over them stays a branch.
+inline uint32_t bf16_bits_of(float x) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t quiet_nan = (u >> 16) | 0x40u;
+  const uint32_t is_nan = 0u - static_cast<uint32_t>((u & 0x7fffffffu) > 0x7f800000u);
+  return (quiet_nan & is_nan) | (rounded & ~is_nan);
+}
+
+// x: [n] f32, y: [n] bf16 bits.
 inline void round_to_bf16_loop(const float* x, uint16_t* y, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t u = std::bit_cast<uint32_t>(x[i]);
-    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    const uint32_t quiet_nan = (u >> 16) | 0x40u;
-    const uint32_t is_nan = 0u - static_cast<uint32_t>((u & 0x7fffffffu) > 0x7f800000u);
-    y[i] = static_cast<uint16_t>((quiet_nan & is_nan) | (rounded & ~is_nan));
-  }
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<uint16_t>(bf16_bits_of(x[i]));
+}
+
+// x, y: [n] f32; y[i] = the value of bf16_bits_of(x[i]): one pass instead of rounding to bf16
+// and widening back.
+inline void round_to_bf16_value_loop(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = std::bit_cast<float>(bf16_bits_of(x[i]) << 16);
 }
 
 // The kernels of one build (isa_build.h): each loop compiled for Build::isa.
@@ -163,6 +173,7 @@ Kernels make_kernels() {
   k.gelu_erf_backward = Build::template of<&backward_loop<GeluErf>>;
   k.gelu_tanh_backward = Build::template of<&backward_loop<GeluTanh>>;
   k.round_to_bf16 = Build::template of<&round_to_bf16_loop>;
+  k.round_to_bf16_value = Build::template of<&round_to_bf16_value_loop>;
   return k;
 }
 

@@ -233,6 +233,9 @@ struct Kernels {
   /// y[i] = the bf16 bits of x[i] rounded to nearest even (float_to_bf16 of tensor/dtype.h):
   /// integer arithmetic only, so every build gives the same bits.
   void (*round_to_bf16)(const float* x, uint16_t* y, int64_t n);
+  /// y[i] = x[i] rounded to bf16 as above, kept as the f32 value those bits stand for (the low
+  /// 16 bits zero): the operands of bf16 products where oneDNN has no bf16 kernel.
+  void (*round_to_bf16_value)(const float* x, float* y, int64_t n);
 };
 
 /// The kernels built for isa (which must be supported: tests call each build explicitly).

@@ -11,13 +11,12 @@
 
 namespace rota::backend {
 
-Tensor activation_to_bf16(UnaryOp act, const Tensor& h_in) {
+Tensor activation_to_bf16(UnaryOp act, const Tensor& h_in, Bf16Rounding rounding) {
   ROTA_CHECK(h_in.dtype() == DType::kF32, "activation_to_bf16: h is {} {}, expected f32",
              dtype_name(h_in.dtype()), shape_str(h_in.shape()));
   const Tensor h = h_in.contiguous();
-  Tensor out = Tensor::empty(h.shape(), DType::kBF16);
+  Tensor out = Tensor::empty(h.shape(), rounded_dtype(rounding));
   const float* src = h.data<float>();
-  BF16* dst = out.data<BF16>();
   constexpr int64_t kBlock = 4096;  // elements per buffer: 16 KB, stays in L1
   parallel_for((h.numel() + kBlock - 1) / kBlock, kBlock * 8, [&](int64_t b0, int64_t b1) {
     float buffer[kBlock];
@@ -25,14 +24,15 @@ Tensor activation_to_bf16(UnaryOp act, const Tensor& h_in) {
       const int64_t begin = block * kBlock;
       const int64_t n = std::min(kBlock, h.numel() - begin);
       unary_array(act, src + begin, buffer, n);
-      float_to_bf16_array(buffer, dst + begin, n);
+      store_rounded(buffer, out, begin, n, rounding);
     }
   });
   return out;
 }
 
 ActivationBackward activation_backward_with_column_sums(UnaryOp act, const Tensor& h_in,
-                                                        const Tensor& dy_in, bool round_to_bf16) {
+                                                        const Tensor& dy_in,
+                                                        Bf16Rounding rounding) {
   const char* op = "activation_backward_with_column_sums";
   ROTA_CHECK(h_in.dtype() == DType::kF32 && dy_in.dtype() == DType::kF32 && h_in.dim() == 2 &&
                  h_in.shape() == dy_in.shape(),
@@ -47,21 +47,24 @@ ActivationBackward activation_backward_with_column_sums(UnaryOp act, const Tenso
   if (cols == 1) {  // a single column: reduce_sum's contiguous path, reused for the same bits
     const Tensor dh = unary_backward(act, h, h, dy);
     out.column_sums = reduce_sum(dh, {0}, false);
-    out.grad_input = round_to_bf16 ? to_bf16(dh) : dh;
+    out.grad_input = rounding == Bf16Rounding::kToBf16         ? to_bf16(dh)
+                     : rounding == Bf16Rounding::kToBf16Values ? round_to_bf16_values(dh)
+                                                               : dh;
     return out;
   }
-  out.grad_input = Tensor::empty({rows, cols}, round_to_bf16 ? DType::kBF16 : DType::kF32);
+  const bool rounded = rounding != Bf16Rounding::kNone;
+  out.grad_input = Tensor::empty({rows, cols}, rounded_dtype(rounding));
   const int64_t chunks = (rows + kSumChunk - 1) / kSumChunk;
   std::vector<float> partial(chunks * cols);  // [chunks, C]: f32 sums of each chunk's rows
   const float* ph = h.data<float>();
   const float* pdy = dy.data<float>();
   parallel_for(chunks, kSumChunk * cols * 8, [&](int64_t c0, int64_t c1) {
-    std::vector<float> buffer(round_to_bf16 ? kSumChunk * cols : 0);  // [kSumChunk, C]
+    std::vector<float> buffer(rounded ? kSumChunk * cols : 0);  // [kSumChunk, C]
     for (int64_t chunk = c0; chunk < c1; ++chunk) {
       const int64_t r0 = chunk * kSumChunk;
       const int64_t r1 = std::min(rows, r0 + kSumChunk);
-      // dh rows of this chunk: into the buffer (bf16 output) or straight into the f32 output.
-      float* dh = round_to_bf16 ? buffer.data() : out.grad_input.data<float>() + r0 * cols;
+      // dh rows of this chunk: into the buffer (rounded output) or straight into the f32 output.
+      float* dh = rounded ? buffer.data() : out.grad_input.data<float>() + r0 * cols;
       unary_backward_array(act, ph + r0 * cols, pdy + r0 * cols, dh, (r1 - r0) * cols);
       // Column sums in reduce_sum's order: row r0, then + each later row, in f32.
       float* sums = partial.data() + chunk * cols;
@@ -71,9 +74,7 @@ ActivationBackward activation_backward_with_column_sums(UnaryOp act, const Tenso
 #pragma omp simd
         for (int64_t c = 0; c < cols; ++c) sums[c] += row[c];
       }
-      if (round_to_bf16) {
-        float_to_bf16_array(dh, out.grad_input.data<BF16>() + r0 * cols, (r1 - r0) * cols);
-      }
+      if (rounded) store_rounded(dh, out.grad_input, r0 * cols, (r1 - r0) * cols, rounding);
     }
   });
   out.column_sums = column_sums_from_chunks(partial, chunks, cols);

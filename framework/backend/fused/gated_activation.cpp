@@ -60,15 +60,14 @@ Tensor gated_activation(UnaryOp act, const Tensor& gu_in) {
   return y;
 }
 
-Tensor gated_activation_to_bf16(UnaryOp act, const Tensor& gu_in) {
+Tensor gated_activation_to_bf16(UnaryOp act, const Tensor& gu_in, Bf16Rounding rounding) {
   const int64_t hidden = check_shapes("gated_activation_to_bf16", act, gu_in, nullptr);
   ROTA_CHECK(gu_in.dtype() == DType::kF32, "gated_activation_to_bf16: gu is {}, expected f32",
              dtype_name(gu_in.dtype()));
   const int64_t rows = gu_in.size(0);
   const Tensor gu = gu_in.contiguous();
-  Tensor y = Tensor::empty({rows, hidden}, DType::kBF16);
+  Tensor y = Tensor::empty({rows, hidden}, rounded_dtype(rounding));
   const float* src = gu.data<float>();
-  BF16* dst = y.data<BF16>();
   parallel_for(rows, hidden * 16, [&](int64_t r0, int64_t r1) {
     std::vector<float> buffer(hidden);  // act(gate) ⊙ up of one row, then rounded
     for (int64_t r = r0; r < r1; ++r) {
@@ -77,7 +76,7 @@ Tensor gated_activation_to_bf16(UnaryOp act, const Tensor& gu_in) {
       unary_array(act, gate, buffer.data(), hidden);
 #pragma omp simd
       for (int64_t j = 0; j < hidden; ++j) buffer[j] *= up[j];
-      float_to_bf16_array(buffer.data(), dst + r * hidden, hidden);
+      store_rounded(buffer.data(), y, r * hidden, hidden, rounding);
     }
   });
   return y;

@@ -2,6 +2,7 @@
 // product x·[W_gate; W_up]ᵀ, and its gradient, each in one pass over the rows.
 #pragma once
 
+#include "framework/backend/primitives/convert.h"
 #include "framework/backend/primitives/elementwise.h"
 #include "framework/tensor/tensor.h"
 
@@ -13,9 +14,11 @@ namespace rota::backend {
 /// gelu: GeGLU).
 Tensor gated_activation(UnaryOp act, const Tensor& gu);
 
-/// gated_activation(act, gu) rounded to bf16, [R, H] bf16, in one pass (the f32 product is never
-/// stored): bit for bit to_bf16(gated_activation(act, gu)). gu f32 [R, 2H].
-Tensor gated_activation_to_bf16(UnaryOp act, const Tensor& gu);
+/// gated_activation(act, gu) rounded to bf16, [R, H], in one pass (the unrounded f32 product is
+/// never stored): a bf16 tensor, bit for bit to_bf16(gated_activation(act, gu)) (kToBf16), or
+/// an f32 tensor of those values (kToBf16Values, the portable path). gu f32 [R, 2H].
+Tensor gated_activation_to_bf16(UnaryOp act, const Tensor& gu,
+                                Bf16Rounding rounding = Bf16Rounding::kToBf16);
 
 /// The gradient of gated_activation: gu [R, 2H], dy [R, H] → dgu [R, 2H] with
 ///   dgate[r, j] = dy[r, j] · up[r, j] · act'(gate[r, j]),  dup[r, j] = dy[r, j] · act(gate[r, j]).

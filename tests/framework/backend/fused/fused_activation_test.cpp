@@ -1,5 +1,6 @@
-// activation_backward_with_column_sums: bit for bit the separate unary_backward, reduce_sum and
-// bf16 rounding, over row chunk edges, one column, strided inputs; bad inputs refused.
+// activation_backward_with_column_sums and activation_to_bf16: bit for bit the separate
+// unary_backward / unary, reduce_sum and bf16 rounding (to bf16 or to bf16 values in f32), over
+// row chunk edges, one column, strided inputs; bad inputs refused.
 #include "framework/backend/fused/fused_activation.h"
 
 #include <gtest/gtest.h>
@@ -12,7 +13,24 @@
 namespace rota {
 namespace {
 
+using backend::Bf16Rounding;
 using backend::UnaryOp;
+
+// The separate rounding pass a fused kernel's rounding stands for.
+Tensor round_separately(const Tensor& x, Bf16Rounding rounding) {
+  switch (rounding) {
+    case Bf16Rounding::kToBf16:
+      return backend::to_bf16(x);
+    case Bf16Rounding::kToBf16Values:
+      return backend::round_to_bf16_values(x);
+    case Bf16Rounding::kNone:
+      break;
+  }
+  return x;
+}
+
+constexpr Bf16Rounding kRoundings[] = {Bf16Rounding::kNone, Bf16Rounding::kToBf16,
+                                       Bf16Rounding::kToBf16Values};
 
 TEST(ActivationBackwardWithColumnSums, SameBitsAsTheSeparatePasses) {
   Generator gen(8);
@@ -23,14 +41,15 @@ TEST(ActivationBackwardWithColumnSums, SameBitsAsTheSeparatePasses) {
         const Tensor dy = randn({rows, cols}, gen, 0, 5);
         const Tensor dh = backend::unary_backward(act, h, h, dy);
         const Tensor sums = backend::reduce_sum(dh, {0}, false);
-        for (bool bf16 : {false, true}) {
-          const auto fused = backend::activation_backward_with_column_sums(act, h, dy, bf16);
-          const Tensor want = bf16 ? backend::to_bf16(dh) : dh;
+        for (Bf16Rounding rounding : kRoundings) {
+          const auto fused = backend::activation_backward_with_column_sums(act, h, dy, rounding);
+          const Tensor want = round_separately(dh, rounding);
+          const int r = static_cast<int>(rounding);
           ASSERT_EQ(fused.grad_input.dtype(), want.dtype());
           EXPECT_EQ(fused.grad_input.to_double_vector(), want.to_double_vector())
-              << backend::unary_op_name(act) << " " << rows << "x" << cols << " bf16=" << bf16;
+              << backend::unary_op_name(act) << " " << rows << "x" << cols << " rounding " << r;
           EXPECT_EQ(fused.column_sums.to_double_vector(), sums.to_double_vector())
-              << backend::unary_op_name(act) << " " << rows << "x" << cols << " bf16=" << bf16;
+              << backend::unary_op_name(act) << " " << rows << "x" << cols << " rounding " << r;
         }
       }
     }
@@ -43,12 +62,14 @@ TEST(ActivationToBf16, SameBitsAsActivationThenRounding) {
     // 3·4100 elements: several 4096-element blocks and a partial one; and a strided view.
     const Tensor h = randn({3, 4100}, gen, 0, 3);
     for (const Tensor& x : {h, h.transpose(0, 1)}) {
-      const Tensor fused = backend::activation_to_bf16(act, x);
-      ASSERT_EQ(fused.dtype(), DType::kBF16);
-      ASSERT_EQ(fused.shape(), x.shape());
-      EXPECT_EQ(fused.to_double_vector(),
-                backend::to_bf16(backend::unary(act, x)).to_double_vector())
-          << backend::unary_op_name(act);
+      for (Bf16Rounding rounding : {Bf16Rounding::kToBf16, Bf16Rounding::kToBf16Values}) {
+        const Tensor fused = backend::activation_to_bf16(act, x, rounding);
+        const Tensor want = round_separately(backend::unary(act, x), rounding);
+        ASSERT_EQ(fused.dtype(), want.dtype());
+        ASSERT_EQ(fused.shape(), x.shape());
+        EXPECT_EQ(fused.to_double_vector(), want.to_double_vector())
+            << backend::unary_op_name(act) << " rounding " << static_cast<int>(rounding);
+      }
     }
   }
   EXPECT_THROW(backend::activation_to_bf16(UnaryOp::kRelu, randn({2}, gen).to(DType::kF64)), Error);
@@ -58,7 +79,8 @@ TEST(ActivationBackwardWithColumnSums, ReadsStridedInputs) {
   Generator gen(9);
   const Tensor h = randn({70, 90}, gen).transpose(0, 1);  // [90, 70], not contiguous
   const Tensor dy = randn({90, 70}, gen);
-  const auto fused = backend::activation_backward_with_column_sums(UnaryOp::kGeluErf, h, dy, false);
+  const auto fused =
+      backend::activation_backward_with_column_sums(UnaryOp::kGeluErf, h, dy, Bf16Rounding::kNone);
   const Tensor dh = backend::unary_backward(UnaryOp::kGeluErf, h, h, dy);
   EXPECT_EQ(fused.grad_input.to_double_vector(), dh.to_double_vector());
   EXPECT_EQ(fused.column_sums.to_double_vector(),
@@ -68,12 +90,14 @@ TEST(ActivationBackwardWithColumnSums, ReadsStridedInputs) {
 TEST(ActivationBackwardWithColumnSums, RefusesOtherOpsDtypesAndShapes) {
   Generator gen(10);
   const Tensor h = randn({4, 3}, gen);
-  EXPECT_THROW(backend::activation_backward_with_column_sums(UnaryOp::kExp, h, h, false), Error);
   EXPECT_THROW(
-      backend::activation_backward_with_column_sums(UnaryOp::kRelu, h, randn({3, 4}, gen), false),
+      backend::activation_backward_with_column_sums(UnaryOp::kExp, h, h, Bf16Rounding::kNone),
       Error);
-  EXPECT_THROW(backend::activation_backward_with_column_sums(UnaryOp::kRelu, h.to(DType::kF64),
-                                                             h.to(DType::kF64), false),
+  EXPECT_THROW(backend::activation_backward_with_column_sums(UnaryOp::kRelu, h, randn({3, 4}, gen),
+                                                             Bf16Rounding::kNone),
+               Error);
+  EXPECT_THROW(backend::activation_backward_with_column_sums(
+                   UnaryOp::kRelu, h.to(DType::kF64), h.to(DType::kF64), Bf16Rounding::kNone),
                Error);
   EXPECT_THROW(backend::unary_backward_array(UnaryOp::kExp, nullptr, nullptr, nullptr, 0), Error);
 }

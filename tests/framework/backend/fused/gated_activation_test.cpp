@@ -92,6 +92,13 @@ TEST(GatedActivation, ToBf16IsBitForBitTheRoundedF32Pass) {
     EXPECT_EQ(fused.to_double_vector(),
               backend::to_bf16(backend::gated_activation(act, gu)).to_double_vector())
         << backend::unary_op_name(act);
+    // The portable path's form: the same values, kept in f32.
+    const Tensor values =
+        backend::gated_activation_to_bf16(act, gu, backend::Bf16Rounding::kToBf16Values);
+    ASSERT_EQ(values.dtype(), DType::kF32);
+    EXPECT_EQ(values.to_double_vector(),
+              backend::round_to_bf16_values(backend::gated_activation(act, gu)).to_double_vector())
+        << backend::unary_op_name(act);
   }
 }
 

@@ -51,6 +51,46 @@ TEST(FloatToBf16Array, EveryBuildMatchesTheScalarConversion) {
   EXPECT_GE(builds, 1);
 }
 
+// The same rounding kept in f32 (round_to_bf16_value): each build gives the f32 value of the
+// scalar conversion's bits, NaN payloads and infinities included, in the body and the tails.
+TEST(RoundToBf16Value, EveryBuildGivesTheValueOfTheScalarConversion) {
+  namespace vm = backend::vecmath;
+  const std::vector<float> src = rounding_inputs();
+  const int64_t n = static_cast<int64_t>(src.size());
+  int builds = 0;
+  for (vm::Isa isa : {vm::Isa::kPortable, vm::Isa::kAvx2, vm::Isa::kAvx512}) {
+    if (!vm::isa_supported(isa)) continue;
+    ++builds;
+    std::vector<float> dst(src.size(), 1.5f);
+    vm::kernels(isa).round_to_bf16_value(src.data() + 3, dst.data() + 3, n - 5);
+    vm::kernels(isa).round_to_bf16_value(src.data(), dst.data(), 3);
+    vm::kernels(isa).round_to_bf16_value(src.data() + n - 2, dst.data() + n - 2, 2);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t expected = static_cast<uint32_t>(float_to_bf16(src[i]).bits) << 16;
+      ASSERT_EQ(std::bit_cast<uint32_t>(dst[i]), expected)
+          << vm::isa_name(isa) << std::hex << " input bits 0x" << std::bit_cast<uint32_t>(src[i]);
+    }
+  }
+  EXPECT_GE(builds, 1);
+}
+
+TEST(RoundToBf16Values, EqualsRoundingToBf16AndWideningForContiguousAndStridedTensors) {
+  Generator gen(6);
+  const Tensor t = randn({41, 131}, gen, 0, 3);
+  for (const Tensor& x : {t, t.transpose(0, 1), t.narrow(1, 5, 100)}) {
+    const Tensor fast = backend::round_to_bf16_values(x);
+    const Tensor reference = x.to(DType::kBF16).to(DType::kF32);
+    ASSERT_EQ(fast.dtype(), DType::kF32);
+    ASSERT_EQ(fast.shape(), x.shape());
+    ASSERT_TRUE(fast.is_contiguous());
+    const std::vector<double> got = fast.to_double_vector(), want = reference.to_double_vector();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<uint64_t>(got[i]), std::bit_cast<uint64_t>(want[i])) << i;
+    }
+  }
+}
+
 TEST(FloatToBf16Array, MatchesTheScalarConversionBitForBit) {
   const std::vector<float> src = rounding_inputs();
   std::vector<BF16> dst(src.size());
@@ -85,13 +125,19 @@ TEST(ToBf16WithColumnSums, SameBitsAsRoundingAndColumnSumSeparately) {
       // Values spread over magnitudes so the f32 chunk sums really round.
       const Tensor x = backend::binary(backend::BinaryOp::kMul, randn({rows, cols}, gen, 0, 1),
                                        rand({rows, cols}, gen, 0, 1000));
-      const backend::Bf16WithColumnSums fused = backend::to_bf16_with_column_sums(x);
-      EXPECT_EQ(fused.values.to_double_vector(), backend::to_bf16(x).to_double_vector())
-          << rows << "x" << cols;
-      EXPECT_EQ(fused.column_sums.to_double_vector(),
-                backend::reduce_sum(x, {0}, false).to_double_vector())
-          << rows << "x" << cols;
-      EXPECT_EQ(fused.column_sums.shape(), Shape({cols}));
+      for (backend::Bf16Rounding rounding :
+           {backend::Bf16Rounding::kToBf16, backend::Bf16Rounding::kToBf16Values}) {
+        const bool values = rounding == backend::Bf16Rounding::kToBf16Values;
+        const backend::Bf16WithColumnSums fused = backend::to_bf16_with_column_sums(x, rounding);
+        const Tensor want = values ? backend::round_to_bf16_values(x) : backend::to_bf16(x);
+        ASSERT_EQ(fused.values.dtype(), values ? DType::kF32 : DType::kBF16);
+        EXPECT_EQ(fused.values.to_double_vector(), want.to_double_vector())
+            << rows << "x" << cols << " values " << values;
+        EXPECT_EQ(fused.column_sums.to_double_vector(),
+                  backend::reduce_sum(x, {0}, false).to_double_vector())
+            << rows << "x" << cols << " values " << values;
+        EXPECT_EQ(fused.column_sums.shape(), Shape({cols}));
+      }
     }
   }
 }
@@ -102,6 +148,7 @@ TEST(ToBf16WithColumnSums, RefusesWhatItCannotRead) {
   EXPECT_THROW(backend::to_bf16_with_column_sums(x.transpose(0, 1)), Error);
   EXPECT_THROW(backend::to_bf16_with_column_sums(x.to(DType::kF64)), Error);
   EXPECT_THROW(backend::to_bf16_with_column_sums(x.reshape({2, 4, 4})), Error);
+  EXPECT_THROW(backend::to_bf16_with_column_sums(x, backend::Bf16Rounding::kNone), Error);
 }
 
 }  // namespace
