@@ -113,8 +113,8 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
                      if (bf16 && has_bias && needs[2] && g.is_contiguous()) {
                        // One pass over g for both its bf16 rounding and db = Σ_r g[r, :] (same
                        // bits).
-                       b::Bf16WithColumnSums fused =
-                           b::to_bf16_with_column_sums(g, bf16_operand_rounding(true));
+                       const b::Bf16Rounding rounding = bf16_operand_rounding(true);
+                       b::Bf16WithColumnSums fused = b::to_bf16_with_column_sums(g, rounding);
                        g_in = std::move(fused.values);
                        grads[2] = std::move(fused.column_sums);
                      } else {
