@@ -136,14 +136,17 @@ void avx512_gemm(const GemmArgs<float>& g) {
 
 // ---- AVX2 + FMA: tiles of up to 6 rows × 2 vectors of 8 floats (12 accumulators) ----
 
-template <int kRows, int kVecs>
+// kTail: the final vector is partial (lanes < last live), read and written through masks; full
+// vectors use plain loads and stores (AMD's masked moves are several times slower, the masked
+// store above all).
+template <int kRows, int kVecs, bool kTail>
 [[gnu::target("avx2,fma")]] void avx2_tile(const float* a, int64_t ars, int64_t acs, const float* b,
                                            int64_t ldb, float* c, int64_t ldc, int64_t kb, int last,
                                            bool accumulate) {
-  // Lanes < last of the final vector are live.
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(last), lane);
-  const __m256i full = _mm256_set1_epi32(-1);
+  // Whether vector v is read and written through the tail mask.
+  constexpr auto masked = [](int v) { return kTail && v + 1 == kVecs; };
   __m256 acc[kRows][kVecs];
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
@@ -154,7 +157,7 @@ template <int kRows, int kVecs>
     __m256 bv[kVecs];
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v)
-      bv[v] = _mm256_maskload_ps(b + 8 * v, v + 1 < kVecs ? full : tail);
+      bv[v] = masked(v) ? _mm256_maskload_ps(b + 8 * v, tail) : _mm256_loadu_ps(b + 8 * v);
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
       const __m256 av = _mm256_broadcast_ss(a + r * ars);
@@ -169,10 +172,14 @@ template <int kRows, int kVecs>
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) {
       float* cp = c + r * ldc + 8 * v;
-      const __m256i mask = v + 1 < kVecs ? full : tail;
       __m256 out = acc[r][v];
-      if (accumulate) out = _mm256_add_ps(out, _mm256_maskload_ps(cp, mask));
-      _mm256_maskstore_ps(cp, mask, out);
+      if (masked(v)) {
+        if (accumulate) out = _mm256_add_ps(out, _mm256_maskload_ps(cp, tail));
+        _mm256_maskstore_ps(cp, tail, out);
+      } else {
+        if (accumulate) out = _mm256_add_ps(out, _mm256_loadu_ps(cp));
+        _mm256_storeu_ps(cp, out);
+      }
     }
   }
 }
@@ -181,24 +188,26 @@ using Avx2Tile = void (*)(const float*, int64_t, int64_t, const float*, int64_t,
                           int64_t, int, bool);
 
 template <int kRows>
-constexpr Avx2Tile avx2_tile_for(int vecs) {
-  return vecs == 1 ? avx2_tile<kRows, 1> : avx2_tile<kRows, 2>;
+constexpr Avx2Tile avx2_tile_for(int vecs, bool partial) {
+  if (partial) return vecs == 1 ? avx2_tile<kRows, 1, true> : avx2_tile<kRows, 2, true>;
+  return vecs == 1 ? avx2_tile<kRows, 1, false> : avx2_tile<kRows, 2, false>;
 }
 
-Avx2Tile avx2_tile_for(int rows, int vecs) {
+// partial: the last of the vecs vectors is not full.
+Avx2Tile avx2_tile_for(int rows, int vecs, bool partial) {
   switch (rows) {
     case 1:
-      return avx2_tile_for<1>(vecs);
+      return avx2_tile_for<1>(vecs, partial);
     case 2:
-      return avx2_tile_for<2>(vecs);
+      return avx2_tile_for<2>(vecs, partial);
     case 3:
-      return avx2_tile_for<3>(vecs);
+      return avx2_tile_for<3>(vecs, partial);
     case 4:
-      return avx2_tile_for<4>(vecs);
+      return avx2_tile_for<4>(vecs, partial);
     case 5:
-      return avx2_tile_for<5>(vecs);
+      return avx2_tile_for<5>(vecs, partial);
     default:
-      return avx2_tile_for<6>(vecs);
+      return avx2_tile_for<6>(vecs, partial);
   }
 }
 
@@ -214,9 +223,9 @@ void avx2_gemm(const GemmArgs<float>& g) {
       const int last = static_cast<int>(cols - 8 * (vecs - 1));
       for (int64_t i0 = 0; i0 < g.m; i0 += kTileRows) {
         const int rows = static_cast<int>(std::min(kTileRows, g.m - i0));
-        avx2_tile_for(rows, vecs)(g.a + i0 * g.a_row_stride + p0 * g.a_col_stride, g.a_row_stride,
-                                  g.a_col_stride, g.b + p0 * g.ldb + j0, g.ldb,
-                                  g.c + i0 * g.ldc + j0, g.ldc, kb, last, accumulate);
+        avx2_tile_for(rows, vecs, last < 8)(
+            g.a + i0 * g.a_row_stride + p0 * g.a_col_stride, g.a_row_stride, g.a_col_stride,
+            g.b + p0 * g.ldb + j0, g.ldb, g.c + i0 * g.ldc + j0, g.ldc, kb, last, accumulate);
       }
     }
     if (g.k == 0) break;
