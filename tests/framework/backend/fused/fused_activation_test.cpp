@@ -16,13 +16,14 @@ namespace {
 using backend::Bf16Rounding;
 using backend::UnaryOp;
 
-// The separate rounding pass a fused kernel's rounding stands for.
+// The separate rounding a fused kernel's rounding stands for (bf16 values in f32: rounded to a
+// bf16 tensor and widened back, independently of the one-pass kernel).
 Tensor round_separately(const Tensor& x, Bf16Rounding rounding) {
   switch (rounding) {
     case Bf16Rounding::kToBf16:
       return backend::to_bf16(x);
     case Bf16Rounding::kToBf16Values:
-      return backend::round_to_bf16_values(x);
+      return backend::to_bf16(x).to(DType::kF32);
     case Bf16Rounding::kNone:
       break;
   }
