@@ -264,10 +264,16 @@ inline void softmax_rows(const TileArgs<T>& a, int64_t begin, int64_t end) {
       }
       if (a.rounded.f32 != nullptr) {
         float* out = a.rounded.f32 + r * classes;
-        write_dz(zr, classes, inv_sum, uniform, scale, target, dz_target, [&](int64_t c, float dz) {
-          zr[c] = dz;
-          out[c] = bf16_value(dz);
-        });
+        if (!a.keep_unrounded) {
+          write_dz(zr, classes, inv_sum, uniform, scale, target, dz_target,
+                   [&](int64_t c, float dz) { out[c] = bf16_value(dz); });
+        } else {
+          write_dz(zr, classes, inv_sum, uniform, scale, target, dz_target,
+                   [&](int64_t c, float dz) {
+                     zr[c] = dz;
+                     out[c] = bf16_value(dz);
+                   });
+        }
         continue;
       }
     }

@@ -386,6 +386,42 @@ TEST(LinearCrossEntropyBf16, F32OperandsWithRoundingFlagTakeThePortablePath) {
             distance(fused.grad_weight, unrounded.weight));
 }
 
+// Without a bias gradient the portable path writes only the rounded dz (the logits tile is not
+// overwritten with the unrounded one): the same bits as with it, for a defined bias not asked
+// for and for no bias at all (against the composed products).
+TEST(LinearCrossEntropyBf16, PortablePathWithoutABiasGradientWritesTheSameRoundedDz) {
+  const Inputs in = make_inputs(kBf16Case, DType::kF32, 8);
+  const Tensor hidden = in.hidden.to(DType::kBF16).to(DType::kF32);
+  const Tensor weight = in.weight.to(DType::kBF16).to(DType::kF32);
+  backend::LinearCrossEntropyOptions with_bias = all_grads(kBf16Case);
+  with_bias.round_dlogits_to_bf16 = true;
+  backend::LinearCrossEntropyOptions without_bias = with_bias;
+  without_bias.grad_bias = false;
+  const backend::LinearCrossEntropyResult a =
+      backend::linear_cross_entropy(hidden, weight, in.bias, in.targets, with_bias);
+  const backend::LinearCrossEntropyResult b =
+      backend::linear_cross_entropy(hidden, weight, in.bias, in.targets, without_bias);
+  EXPECT_FALSE(b.grad_bias.defined());
+  EXPECT_EQ(b.loss.to_double_vector(), a.loss.to_double_vector());
+  EXPECT_EQ(b.grad_hidden.to_double_vector(), a.grad_hidden.to_double_vector());
+  EXPECT_EQ(b.grad_weight.to_double_vector(), a.grad_weight.to_double_vector());
+
+  const backend::LinearCrossEntropyResult no_bias =
+      backend::linear_cross_entropy(hidden, weight, Tensor(), in.targets, without_bias);
+  const auto options = ce_options(kBf16Case);
+  const Grads rounded =
+      composed(hidden, weight, Tensor(), in.targets, options, DzRounding::kBf16AsF32);
+  const Grads unrounded =
+      composed(hidden, weight, Tensor(), in.targets, options, DzRounding::kNone);
+  const Magnitudes mag = magnitudes(hidden, weight, Tensor(), in.targets, options);
+  const double tol = std::ldexp(1.0, -8) + 1e-5;
+  EXPECT_TRUE(allclose(no_bias.loss, rounded.loss, 2e-6, 1e-6));
+  EXPECT_TRUE(within(no_bias.grad_hidden, rounded.hidden, mag.hidden, tol));
+  EXPECT_TRUE(within(no_bias.grad_weight, rounded.weight, mag.weight, tol));
+  EXPECT_LT(distance(no_bias.grad_weight, rounded.weight) * 8,
+            distance(no_bias.grad_weight, unrounded.weight));
+}
+
 // ---- errors ----
 
 using rota::testing::expect_error;
