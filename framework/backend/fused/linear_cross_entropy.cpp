@@ -200,6 +200,23 @@ inline void write_dz(const T* zr, int64_t classes, T inv_sum, T uniform, T scale
   write(target, dz_target);
 }
 
+// A row's dz rounded into out (out[c] = round(dz_c)), and also left unrounded in zr when
+// keep_unrounded (the bias gradient sums it).
+template <typename Out, typename Round>
+inline void write_rounded_dz(float* zr, Out* out, bool keep_unrounded, int64_t classes,
+                             float inv_sum, float uniform, float scale, int64_t target,
+                             float dz_target, Round round) {
+  if (!keep_unrounded) {
+    write_dz(zr, classes, inv_sum, uniform, scale, target, dz_target,
+             [&](int64_t c, float dz) { out[c] = round(dz); });
+  } else {
+    write_dz(zr, classes, inv_sum, uniform, scale, target, dz_target, [&](int64_t c, float dz) {
+      zr[c] = dz;
+      out[c] = round(dz);
+    });
+  }
+}
+
 // Rows [begin, end) of a tile:
 //   lse = m + log Σ_c exp(z_c - m),  m = max_c z_c (max subtracted: no overflow)
 //   loss = (1-ε)·(lse - z_t) + ε·(lse - Σ_c z_c / V)
@@ -249,31 +266,14 @@ inline void softmax_rows(const TileArgs<T>& a, int64_t begin, int64_t end) {
     if constexpr (std::is_same_v<T, float>) {
       // One pass writes dz and its rounding.
       if (a.rounded.bf16 != nullptr) {
-        uint16_t* out = a.rounded.bf16 + r * classes;
-        if (!a.keep_unrounded) {
-          write_dz(zr, classes, inv_sum, uniform, scale, target, dz_target,
-                   [&](int64_t c, float dz) { out[c] = bf16_bits(dz); });
-        } else {
-          write_dz(zr, classes, inv_sum, uniform, scale, target, dz_target,
-                   [&](int64_t c, float dz) {
-                     zr[c] = dz;
-                     out[c] = bf16_bits(dz);
-                   });
-        }
+        write_rounded_dz(zr, a.rounded.bf16 + r * classes, a.keep_unrounded, classes, inv_sum,
+                         uniform, scale, target, dz_target, [](float dz) { return bf16_bits(dz); });
         continue;
       }
       if (a.rounded.f32 != nullptr) {
-        float* out = a.rounded.f32 + r * classes;
-        if (!a.keep_unrounded) {
-          write_dz(zr, classes, inv_sum, uniform, scale, target, dz_target,
-                   [&](int64_t c, float dz) { out[c] = bf16_value(dz); });
-        } else {
-          write_dz(zr, classes, inv_sum, uniform, scale, target, dz_target,
-                   [&](int64_t c, float dz) {
-                     zr[c] = dz;
-                     out[c] = bf16_value(dz);
-                   });
-        }
+        write_rounded_dz(zr, a.rounded.f32 + r * classes, a.keep_unrounded, classes, inv_sum,
+                         uniform, scale, target, dz_target,
+                         [](float dz) { return bf16_value(dz); });
         continue;
       }
     }
