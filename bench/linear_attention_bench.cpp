@@ -110,18 +110,25 @@ BENCHMARK(BM_LrpeFused)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LrpeComposed)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The fused LRPE kernels alone, forward and backward separately, in the benchmark model's
-// configuration (Type 2, adjacent pairs, Householder P) on f32 [8, 4, 512, 64]; the argument
-// is the position offset (0 for training, > 0 for cached generation).
+// configuration (Type 2, adjacent pairs, Householder P) on f32 [8, 4, 512, 64]. Arguments: the
+// position offset (0 for training, > 0 for cached generation), and the input's form, a sum of
+// flags: kFusedFeatureMap (φ = 1+elu fused in) and kHeadView (x the head view [B, H, N, D] of a
+// [B, N, H·D] projection, read in place). Training takes both: form 3.
+constexpr int64_t kFusedFeatureMap = 1;
+constexpr int64_t kHeadView = 2;
+
 struct LrpeKernelInputs {
   backend::LrpeKernelConfig config;
   Tensor x, theta, w, grad_y;
 };
 
-LrpeKernelInputs lrpe_kernel_inputs(int64_t offset) {
+LrpeKernelInputs lrpe_kernel_inputs(int64_t offset, int64_t form) {
   Generator gen(4);
   LrpeKernelInputs in;
   in.config.offset = offset;
-  in.x = randn({8, kHeads, 512, kHeadDim}, gen);
+  in.config.input_one_plus_elu = (form & kFusedFeatureMap) != 0;
+  in.x = (form & kHeadView) != 0 ? randn({8, 512, kHeads, kHeadDim}, gen).permute({0, 2, 1, 3})
+                                 : randn({8, kHeads, 512, kHeadDim}, gen);
   in.grad_y = randn({8, kHeads, 512, kHeadDim}, gen);
   std::vector<double> theta(kHeadDim / 2);
   for (int64_t k = 0; k < kHeadDim / 2; ++k) theta[k] = std::pow(10000.0, -2.0 * k / kHeadDim);
@@ -138,18 +145,21 @@ LrpeKernelInputs lrpe_kernel_inputs(int64_t offset) {
 
 void BM_LrpeKernelForward(benchmark::State& state) {
   backend::init_runtime();
-  const LrpeKernelInputs in = lrpe_kernel_inputs(state.range(0));
+  const LrpeKernelInputs in = lrpe_kernel_inputs(state.range(0), state.range(1));
   for (auto _ : state) {
     const Tensor y = backend::lrpe_forward(in.config, in.x, in.theta, in.w, Tensor());
     benchmark::DoNotOptimize(y.raw_data());
   }
   state.SetItemsProcessed(state.iterations() * 8 * 512);
 }
-BENCHMARK(BM_LrpeKernelForward)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LrpeKernelForward)
+    ->ArgsProduct({{0}, {0, kFusedFeatureMap, kHeadView, kFusedFeatureMap + kHeadView}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_LrpeKernelBackward(benchmark::State& state) {
   backend::init_runtime();
-  const LrpeKernelInputs in = lrpe_kernel_inputs(state.range(0));
+  const LrpeKernelInputs in = lrpe_kernel_inputs(state.range(0), state.range(1));
   for (auto _ : state) {
     const auto grads = backend::lrpe_backward(in.config, in.x, in.theta, in.w, Tensor(), in.grad_y);
     benchmark::DoNotOptimize(grads.dx.raw_data());
@@ -157,7 +167,10 @@ void BM_LrpeKernelBackward(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * 8 * 512);
 }
-BENCHMARK(BM_LrpeKernelBackward)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LrpeKernelBackward)
+    ->ArgsProduct({{0}, {0, kFusedFeatureMap, kHeadView, kFusedFeatureMap + kHeadView}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace rota

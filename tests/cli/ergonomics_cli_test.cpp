@@ -57,7 +57,11 @@ TEST(CliErgonomics, UnsetRemovesASectionAndEvalTakesOverrides) {
       std::string(ROTA_SOURCE_DIR) + "/recipes/classifier/sst2_from_mlm.txtpb";
   const std::string shorter = " --set train.steps=2 --set schedule.warmup_steps=0";
   expect_output(rota("train " + recipe + " --out " + run + shorter), 1, {"checkpoint runs/mlm"});
-  expect_output(rota("train " + recipe + " --out " + run + " --unset finetune" + shorter +
+  // A small model and vocabulary: the evaluations below read the whole validation split.
+  const std::string smaller =
+      " --set model.width=32 --set model.heads=2 --set model.layers=1 --set model.ffn_width=64"
+      " --set data.tokenizer.vocab_size=512";
+  expect_output(rota("train " + recipe + " --out " + run + " --unset finetune" + shorter + smaller +
                      " --set train.eval_batches=1"),
                 0, {"step=2 run="});
   expect_output(rota("train " + recipe + " --unset finetun"), 2,

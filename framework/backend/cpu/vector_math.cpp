@@ -76,7 +76,7 @@ struct Elu {
 };
 
 struct OnePlusElu {
-  static float apply(float x) { return select(mask_if(x > 0.0f), x + 1.0f, exp(x)); }
+  static float apply(float x) { return one_plus_elu(x); }
 };
 
 struct GeluErf {

@@ -118,6 +118,17 @@ inline float exp(float x) {
   return detail::exp_from_parts(detail::exp_parts(x));
 }
 
+/// 1 + elu(x) = x > 0 ? x + 1 : e^x, linear attention's feature map (NaN stays NaN).
+inline float one_plus_elu(float x) {
+  return detail::select(detail::mask_if(x > 0.0f), x + 1.0f, exp(x));
+}
+
+/// The slope of 1 + elu at x given y = 1 + elu(x): 1 where y > 1 (x > 0), else y (= e^x); NaN
+/// stays NaN.
+inline float one_plus_elu_slope(float y) {
+  return detail::select(detail::mask_if(y > 1.0f), 1.0f, y);
+}
+
 /// e^x with the results below FLT_MIN (x < ln FLT_MIN) returned as +0, as FTZ would: for
 /// kernels (the softmax family) that must answer the same whether or not the calling thread
 /// flushes subnormals.
