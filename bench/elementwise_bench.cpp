@@ -384,6 +384,26 @@ BENCHMARK_CAPTURE(BM_unary_backward, gelu_tanh, backend::UnaryOp::kGeluTanh)
 BENCHMARK_CAPTURE(BM_unary_backward, silu, backend::UnaryOp::kSilu)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+// The backward maps whose derivative depends on a comparison: the input's sign decides, so a
+// branch would mispredict on about every other element of rand(-3, 3).
+BENCHMARK_CAPTURE(BM_unary, relu, backend::UnaryOp::kRelu)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_unary_backward, relu, backend::UnaryOp::kRelu)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_unary_backward, elu, backend::UnaryOp::kElu)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_unary_backward, one_plus_elu, backend::UnaryOp::kOnePlusElu)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_unary_backward, abs, backend::UnaryOp::kAbs)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_unary_backward, clamp_min, backend::UnaryOp::kClampMin)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_unary, neg, backend::UnaryOp::kNeg)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
