@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 namespace rota::cli {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 // What `validator` says about `value` ("" when it accepts it).
 std::string judge(const CLI::Validator& validator, std::string value) {
@@ -70,5 +70,5 @@ TEST(CommandChecks, UnknownAndMissingCommands) {
   EXPECT_EQ(unknown_command_message(app, {"data", "--help"}), std::nullopt);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::cli

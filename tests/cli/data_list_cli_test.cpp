@@ -7,7 +7,7 @@
 #include "tests/support/program.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TEST(DataListCli, ShowsEveryRegisteredFileWithItsSizeAndSha256) {
   const testing::CommandResult r = testing::run_command(testing::built_rota() + " data list");
@@ -26,5 +26,5 @@ TEST(DataListCli, ShowsEveryRegisteredFileWithItsSizeAndSha256) {
   EXPECT_GE(files, 8);  // WikiText-2 (3), Tiny Shakespeare, SST-2 and CoLA splits
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

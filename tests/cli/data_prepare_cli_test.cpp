@@ -11,7 +11,7 @@
 #include "tests/support/program.h"
 #include "tests/support/temp_dir.h"
 
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using rota::testing::CommandResult;
@@ -105,4 +105,4 @@ TEST(DataPrepareCli, ExitCodes) {
   EXPECT_EQ(run_in(tmp.path(), "data verify nowhere").code, 1);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS

@@ -10,7 +10,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 const std::string kTiny = std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb";
 
@@ -143,5 +143,5 @@ TEST(CliErgonomics, TheResumeLineRepeatsTheCommandAsInvoked) {
                  " --set 'train.seed=3' --out " + run + " --resume"});
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -9,7 +9,7 @@
 #include "tests/support/program.h"
 #include "tests/support/temp_dir.h"
 
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 
@@ -76,4 +76,4 @@ TEST(ExitCodes, RuntimeFailuresAreOne) {
   EXPECT_NE(r.output.find("model.safetensors"), std::string::npos) << r.output;
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS

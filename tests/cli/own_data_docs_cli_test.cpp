@@ -12,7 +12,7 @@
 #include "tests/support/program.h"
 #include "tests/support/temp_dir.h"
 
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using rota::testing::CommandResult;
@@ -143,4 +143,4 @@ TEST(OwnDataDocs, EveryWorkedExampleAndCommandRuns) {
   EXPECT_EQ(rows, 2);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS

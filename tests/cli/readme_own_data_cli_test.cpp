@@ -10,7 +10,7 @@
 #include "tests/support/program.h"
 #include "tests/support/temp_dir.h"
 
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using rota::testing::CommandResult;
@@ -84,4 +84,4 @@ TEST(ReadmeOwnData, TheThreeCommandsRun) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS

@@ -43,7 +43,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota::experiments {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using app::context_problem;
 using app::kExitFailure;
@@ -724,5 +724,5 @@ TEST(AblationSubprocess, ReportsExitCodesSignalsAndMissingPrograms) {
   EXPECT_NE(exit.describe().find("could not start"), std::string::npos) << exit.describe();
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::experiments

@@ -13,7 +13,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using hostile::rota;
@@ -52,5 +52,5 @@ TEST(CheckpointRelabel, AnF32TensorStoredAsI32IsRefusedNotConverted) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -14,7 +14,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 
@@ -165,5 +165,5 @@ TEST_F(MalformedLatest, HugeOrADirectory) {
   write_file_atomically(latest(), saved);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

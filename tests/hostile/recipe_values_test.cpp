@@ -15,7 +15,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using hostile::expect_refused;
@@ -110,5 +110,5 @@ TEST(HostileRecipeValues, AUtf8ByteOrderMarkIsAccepted) {
   EXPECT_EQ(r.code, 0) << r.output;
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

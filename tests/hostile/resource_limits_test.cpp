@@ -16,7 +16,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using hostile::expect_refused;
@@ -133,5 +133,5 @@ TEST(ResourceLimits, AHugeContextOverAShortSplitStaysSmall) {
   EXPECT_LT(usage.ru_maxrss, 1024L * 1024L) << "peak RSS " << usage.ru_maxrss << " KB";
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

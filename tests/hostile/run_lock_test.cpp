@@ -21,7 +21,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using testing::BackgroundRota;
@@ -198,5 +198,5 @@ TEST(RunLock, AblationDirectoryIsLockedAndItsRunsLockTheirs) {
   EXPECT_TRUE(fs::exists(out / "runs" / "nope" / "seed2" / "checkpoints" / "latest"));
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

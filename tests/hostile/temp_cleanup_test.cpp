@@ -17,19 +17,11 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 
 const std::string kTiny = std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb";
-
-pid_t dead_pid() {
-  const pid_t pid = ::fork();
-  if (pid == 0) ::_exit(0);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return pid;
-}
 
 std::vector<std::string> scratch_names(const fs::path& dir) {
   std::vector<std::string> names;
@@ -52,7 +44,7 @@ testing::CommandResult train_with_tmpdir(const fs::path& tmpdir, const fs::path&
 TEST(TempCleanup, StaleScratchDirectoriesOfDeadProcessesAreRemovedAtTheNextStart) {
   const testing::TempDir tmpdir;  // $TMPDIR of the runs
   const testing::TempDir elsewhere;
-  const std::string dead = std::to_string(dead_pid());
+  const std::string dead = std::to_string(testing::dead_pid());
   const std::string alive = std::to_string(::getpid());
   const fs::path stale_tokenizer = tmpdir / ("rota-tokenizer-" + dead + "-0");
   const fs::path stale_digest = tmpdir / ("rota-digest-" + dead + "-3");
@@ -114,5 +106,5 @@ TEST(TempCleanup, AStoppedRunAndAFailedRunLeaveNoScratchDirectory) {
   EXPECT_EQ(scratch_names(tmpdir.path()), std::vector<std::string>{});
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

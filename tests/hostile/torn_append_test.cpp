@@ -15,7 +15,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 
@@ -66,5 +66,5 @@ TEST(TornAppend, AFullDiskDuringAMetricsAppendLeavesWholeLinesAndAClearError) {
   });
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

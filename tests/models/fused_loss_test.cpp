@@ -12,7 +12,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using models::ModelOptions;
 using testing::allclose;
@@ -118,5 +118,5 @@ TEST(FusedLoss, MaskedLmMatchesCrossEntropyOfLogits) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

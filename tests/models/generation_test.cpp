@@ -18,7 +18,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using models::AttentionFamily;
 using models::CausalLm;
@@ -683,5 +683,5 @@ INSTANTIATE_TEST_SUITE_P(Families, GenerateApi,
                            return info.param == AttentionFamily::kLinear ? "Linear" : "Softmax";
                          });
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

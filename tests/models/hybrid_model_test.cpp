@@ -9,7 +9,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota::models {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 
@@ -129,5 +129,5 @@ TEST(HybridStack, EncoderBlocksEqualStandaloneBlocksOfTheirOwnOptions) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::models

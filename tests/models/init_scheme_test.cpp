@@ -10,7 +10,7 @@
 #include "models/language_models.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using models::InitScheme;
 using models::ModelOptions;
@@ -294,5 +294,5 @@ TEST_P(InitSchemes, HybridStackBlocksFollowTheScheme) {
   EXPECT_EQ(kinds.at(Kind::kAttentionOutputWeight), kLayers);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -10,7 +10,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using models::ModelOptions;
 using testing::allclose;
@@ -186,5 +186,5 @@ TEST(Classifier, StartsFromMaskedLmCheckpointAndPoolsOnlyRealTokens) {
   EXPECT_EQ(before.shape(), (Shape{1, 3}));
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -9,7 +9,7 @@
 #include "models/language_models.h"
 
 namespace rota::models {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 struct Case {
   std::string name;
@@ -300,5 +300,5 @@ TEST(MemoryEstimate, SegmentsHoldOneSegmentAndTheBoundaryStates) {
             training_memory(o, 2, 4096).state_bytes);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::models

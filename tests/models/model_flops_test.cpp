@@ -8,7 +8,7 @@
 #include "models/language_models.h"
 
 namespace rota::models {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 /// 6 FLOPs per weight of every matrix product a causal LM runs per token (forward 2, backward
 /// 4), counted from the built module: the 2-D weights of projections, gates and the FFN, plus
@@ -107,5 +107,5 @@ TEST(ModelFlops, HybridStackSumsItsBlocksAndAWindowCountsOnlyTheKeysInIt) {
                    six_n(o) + 3.0 * heads * (2.0 * linear + softmax));
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::models

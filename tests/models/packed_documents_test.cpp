@@ -18,7 +18,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using models::ModelOptions;
 using models::testing::Variant;
@@ -261,5 +261,5 @@ TEST(PackedLanes, ARowCannotContinueADocumentWithoutAState) {
   EXPECT_THROW(model.token_losses(ids, ids, 1024, &carried, ids), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -10,7 +10,7 @@
 #include "models/language_models.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using models::AttentionFamily;
 using models::HybridOptions;
@@ -194,5 +194,5 @@ TEST(RecomputeBlocks, ATrainingPassHoldsLessThanHalfTheActivations) {
   EXPECT_LT(recompute * 2, plain) << "plain " << plain << " B, recomputed " << recompute << " B";
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -19,7 +19,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using models::ModelOptions;
 using models::testing::base;
@@ -311,5 +311,5 @@ TEST(ContinuedLoss, RefusesStatesForAnotherNumberOfBlocks) {
                         "1 carried states for 2 blocks");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -20,7 +20,7 @@
 #include "tests/support/golden.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::GoldenCase;
@@ -248,5 +248,5 @@ INSTANTIATE_TEST_SUITE_P(Models, TrainStepGolden,
                            return std::string("CausalLmLlamaBlock");
                          });
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -13,7 +13,7 @@
 #include "recipes/loader.h"
 
 namespace rota::recipes {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 
@@ -412,5 +412,5 @@ TEST_F(AblationFiles, TheBaselineMustNameAVariantOrAnAxisLevel) {
   EXPECT_TRUE(load_ablation(write("none.txtpb", ablation_text(grid))).baseline_of.empty());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::recipes

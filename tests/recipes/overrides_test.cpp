@@ -8,7 +8,7 @@
 #include "tests/recipes/recipe_test_util.h"
 
 namespace rota::recipes {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 /// The RecipeError message of applying `text` to `message`, or "" when it applies.
 std::string override_error(google::protobuf::Message& message, const std::string& text) {
@@ -268,11 +268,11 @@ TEST(RecipeOverride, RepeatedMessageCannotBeAMiddleStep) {
             "variant=[{...}, ...] or append with variant+={...}");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::recipes
 
 namespace rota::recipes {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TEST(RecipeUnset, ClearsASectionAScalarAndAOneofMember) {
   Recipe recipe = load_recipe_text(rota::recipes::testing::kBaseRecipe, "t");
@@ -322,5 +322,5 @@ TEST(RecipeUnset, OrderWithSetMattersAndRecipesRevalidate) {
   EXPECT_NE(error.find("--unset train.steps"), std::string::npos) << error;
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::recipes

@@ -7,7 +7,7 @@
 #include "tests/recipes/recipe_test_util.h"
 
 namespace rota::recipes {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::kBaseRecipe;
 using testing::load_error;
@@ -278,5 +278,5 @@ TEST(SourceMapLocate, FallsBackToTheNearestWrittenAncestor) {
   EXPECT_EQ(source.locate(Recipe::descriptor(), "version"), "f.txtpb:1:1");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::recipes

@@ -11,7 +11,7 @@
 #include "tests/recipes/recipe_test_util.h"
 
 namespace rota::recipes {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using google::protobuf::util::MessageDifferencer;
 using testing::kBaseRecipe;
@@ -213,5 +213,5 @@ TEST(FieldPath, SuggestsCloseNamesAndAbbreviations) {
   EXPECT_EQ(closest_name("ext", {"wikitext-2", "text_dir"}), std::nullopt);  // ambiguous
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::recipes

@@ -8,7 +8,7 @@
 #include "recipes/schema_reference.h"
 
 namespace rota::recipes {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TEST(RecipeSchema, EveryElementHasAComment) {
   const CommentedSchema schema;
@@ -65,5 +65,5 @@ TEST(RecipeSchema, DocsCarryTheCurrentGeneratedReference) {
       << "docs/recipes.md is stale: run `build/recipes/recipes_reference --update docs/recipes.md`";
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::recipes

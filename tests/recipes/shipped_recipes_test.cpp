@@ -9,7 +9,7 @@
 #include "recipes/loader.h"
 
 namespace rota::recipes {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 
@@ -243,5 +243,5 @@ TEST(ShippedRecipes, AblationsHaveThreeSeedsAndTheIssuesVariants) {
   EXPECT_TRUE(glue.ablation.has_follow_up());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::recipes

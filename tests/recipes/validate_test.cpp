@@ -9,7 +9,7 @@
 #include "tests/recipes/recipe_test_util.h"
 
 namespace rota::recipes {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::kBaseRecipe;
 using testing::load_error;
@@ -747,5 +747,5 @@ TEST(RecipeValidate, UnversionedRecipeIsInvalid) {
   EXPECT_EQ(issues[0].path, "version");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::recipes

@@ -1,6 +1,8 @@
 // Running the built `rota` program from tests: where it is, and a command's exit code and output.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 namespace rota::testing {
@@ -17,5 +19,8 @@ struct CommandResult {
 
 /// Runs `command_line` through the shell with stderr folded into stdout.
 CommandResult run_command(const std::string& command_line);
+
+/// The pid of a process that has exited and been reaped: a holder that is certainly gone.
+pid_t dead_pid();
 
 }  // namespace rota::testing

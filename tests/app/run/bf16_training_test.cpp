@@ -27,7 +27,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using rota::testing::TempDir;
@@ -317,5 +317,5 @@ TEST(Bf16Cli, Avx2OnlyOneDnnRunsThePortablePathWithOneWarning) {
   EXPECT_EQ(fields(lines.back()).count("mfu"), 1u) << r.output;
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 std::string contents(std::FILE* file) {
   std::rewind(file);
@@ -50,5 +50,5 @@ TEST(ByteProgress, NotATerminalPrintsOnlyTheFinalLine) {
   EXPECT_EQ(text, "prepare: 2.0 MB in 2.0 s, 1.0 MB/s\n");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

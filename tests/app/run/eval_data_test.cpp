@@ -16,7 +16,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using rota::testing::TempDir;
@@ -104,5 +104,5 @@ TEST(EvalData, RefusesWhatItCannotRead) {
   EXPECT_FALSE(on_csv.recipe.data().files().has_label_field());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

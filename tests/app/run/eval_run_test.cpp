@@ -22,7 +22,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using rota::testing::TempDir;
@@ -303,5 +303,5 @@ TEST(EvalStride, SlidingWindowsScoreTheSameTokensAndFullStrideIsThePlainEvaluati
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

@@ -17,7 +17,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using rota::testing::metrics_lines;
@@ -208,5 +208,5 @@ TEST(FileSources, TextDirGivenJsonLinesIsRefusedWithAHint) {
   EXPECT_NE(err.find("format: JSONL"), std::string::npos) << err;
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

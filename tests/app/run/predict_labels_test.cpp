@@ -21,7 +21,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -220,5 +220,5 @@ TEST(PredictLabels, BadInputNamesTheFileAndLine) {
   ::testing::internal::GetCapturedStderr();
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

@@ -25,7 +25,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -246,5 +246,5 @@ TEST(Predict, RefusesAnUnknownFormatAndABadBatchSize) {
   expect_usage_error([&] { run_prediction(request); }, "--batch-size must be >= 1");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

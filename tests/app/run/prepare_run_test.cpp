@@ -24,7 +24,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using io::testing::read_bytes;
@@ -268,5 +268,5 @@ TEST(PrepareRun, TrainingUsesTheDirectorysTokenizerAndRefusesADamagedDirectoryBe
                "train-00001.bin");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

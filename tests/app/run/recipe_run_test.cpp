@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 const std::string kTiny = std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb";
 
@@ -49,5 +49,5 @@ TEST(RecipeRun, DifferencesNameEachFieldBothWays) {
   EXPECT_TRUE(recipe_differences(load_recipe_or_run(kTiny), load_recipe_or_run(kTiny)).empty());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

@@ -6,7 +6,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TEST(FirstDifference, NamesTheLineAndBothTexts) {
   EXPECT_EQ(first_difference("a\nb\nc\n", "a\nb\nc\n"), "");
@@ -49,5 +49,5 @@ TEST(DecideResume, AnEmptyOrMissingDirectoryStartsFresh) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

@@ -11,7 +11,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::expect_error;
 
@@ -44,5 +44,5 @@ TEST(TokenizerFiles, RebuildTheSameTokenizer) {
   EXPECT_EQ(tokenizer_files(*copy), files);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

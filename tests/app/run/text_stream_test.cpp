@@ -6,7 +6,7 @@
 #include "data/tokenizer/word_tokenizer.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 std::string streamed(const data::Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
                      const std::vector<int64_t>& generated, std::vector<std::string>* pieces) {
@@ -46,5 +46,5 @@ TEST(TextStream, ACharacterSplitOverByteTokensIsPrintedWhole) {
   EXPECT_EQ(joined, "f\xC3\xA9 \xE2\x82\xAC!");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

@@ -26,7 +26,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using io::testing::read_bytes;
@@ -497,5 +497,5 @@ TEST(TrainCommand, FreezingANameThatMatchesNothingIsAnError) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

@@ -5,7 +5,7 @@
 #include "recipes/corpora.h"
 
 namespace rota::recipes {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TEST(RecipeCorpora, AgreeWithTheDataRegistry) {
   for (const data::CorpusInfo& info : data::corpus_registry()) {
@@ -37,5 +37,5 @@ TEST(RecipeCorpora, SourceKinds) {
   EXPECT_TRUE(is_text_source(data));
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::recipes

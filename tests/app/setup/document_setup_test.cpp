@@ -14,7 +14,7 @@
 #include "tests/support/expect_recipe_error.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using data::DocumentBoundary;
 using data::SpecialToken;
@@ -99,5 +99,5 @@ TEST(DocumentSettings, BuiltTokenizersGetASepForSourceDocuments) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

@@ -12,7 +12,7 @@
 #include "recipes/loader.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using models::AttentionFamily;
 using models::ModelOptions;
@@ -224,5 +224,5 @@ TEST(HybridFromRecipe, EvaluatesAtOtherContextLengths) {
   EXPECT_NE(problem.find("model.hybrid.position.skew.max_len"), std::string::npos) << problem;
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TEST(FormatBytes, ThreeDigitsOrAWholeNumberNeverAnExponent) {
   EXPECT_EQ(format_bytes(0), "0 B");
@@ -19,5 +19,5 @@ TEST(FormatBytes, ThreeDigitsOrAWholeNumberNeverAnExponent) {
   EXPECT_EQ(format_bytes(21.4 * 1024 * 1024 * 1024), "21.4 GB");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

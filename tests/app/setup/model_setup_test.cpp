@@ -15,7 +15,7 @@
 #include "recipes/resolve.h"
 
 namespace rota::models {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 constexpr char kRecipe[] = R"(version: 1
 model { kind: CAUSAL_LM width: 16 layers: 1 heads: 2 ffn_width: 32 dropout: 0
@@ -195,11 +195,11 @@ TEST(RecipeFields, BadBlockOptionsNameTheField) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::models
 
 namespace rota::models {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TEST(RecipeFields, DecayGroupNormAndOutputGateReachTheAttention) {
   const ModelOptions plain = options_with({});
@@ -281,5 +281,5 @@ TEST(RecipeFields, DecayIsRefusedWhereItIsUndefinedNamingTheField) {
   EXPECT_NE(empty.find("choose one gate"), std::string::npos) << empty;
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::models

@@ -13,7 +13,7 @@
 #include "recipes/loader.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 constexpr char kRecipe[] = R"(version: 1
 model { kind: CAUSAL_LM width: 16 layers: 1 heads: 2 ffn_width: 32 dropout: 0
@@ -74,5 +74,5 @@ TEST(OptimizerFromRecipe, GroupsTheModelsParametersByRole) {
   EXPECT_EQ(grouped, model.parameters().size());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

@@ -11,7 +11,7 @@
 #include "recipes/loader.h"
 
 namespace rota::models {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 
@@ -98,5 +98,5 @@ TEST(ShippedRecipeModels, EveryAblationRunBuildsAndTrains) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::models

@@ -19,7 +19,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using models::ModelOptions;
 using testing::allclose;
@@ -540,5 +540,5 @@ TEST(ModelFromRecipe, RejectsSoftmaxOnlyEncodingsWithLinearAttention) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

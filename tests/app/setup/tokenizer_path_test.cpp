@@ -16,7 +16,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using rota::testing::TempDir;
@@ -140,5 +140,5 @@ TEST(TokenizerPath, AKindThatIsNotTheFilesIsRefusedBeforeTraining) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

@@ -12,7 +12,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::expect_error;
 
@@ -108,5 +108,5 @@ TEST(CarriedStateFile, GatheringJoinsTheRanksLanesInRankOrder) {
   for (int r = 0; r < world; ++r) EXPECT_EQ(joined[r], expected) << "rank " << r;
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

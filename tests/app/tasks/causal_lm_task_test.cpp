@@ -19,7 +19,7 @@
 #include "tests/support/expect_recipe_error.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::expect_error;
 using rota::testing::expect_recipe_error;
@@ -252,5 +252,5 @@ TEST(PackedEvaluation, ASeparatorOfSeveralTokensIsRefused) {
                       "data.document_separator: 'ab' encodes to 2 tokens");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

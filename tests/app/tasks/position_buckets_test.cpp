@@ -6,7 +6,7 @@
 #include "framework/base/error.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TEST(PositionBuckets, PowersOfTwoCutAtTheContextAndEveryPositionInItsBucket) {
   const std::vector<PositionBucket> one = position_buckets(1);
@@ -33,5 +33,5 @@ TEST(PositionBuckets, PowersOfTwoCutAtTheContextAndEveryPositionInItsBucket) {
   EXPECT_THROW(bucket_of(0), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

@@ -16,7 +16,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::expect_error;
 using testing::ScopedEnv;
@@ -322,5 +322,5 @@ TEST(Corpus, TinyShakespeareSplitIs90By5By5Characters) {
   for (char c : valid + test) ASSERT_NE(train.find(c), std::string::npos) << c;
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

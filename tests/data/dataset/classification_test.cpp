@@ -10,7 +10,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::expect_error;
 
@@ -212,5 +212,5 @@ TEST(ClassificationDataset, FromCorpusOnSst2AndColaDev) {
   EXPECT_EQ(cola.size(), 1043);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

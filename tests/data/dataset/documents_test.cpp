@@ -10,7 +10,7 @@
 #include "framework/base/error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 constexpr int64_t kSep = 9;
 
@@ -78,5 +78,5 @@ TEST(PackedLanes, DocumentPositionAtCountsBackToTheSeparatorOrTheLaneStart) {
   EXPECT_THROW(document_position_at(*stream, 0, 10001, kSep), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -15,7 +15,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 // A stream whose token at position i is 1000 + i, so every id names its position.
 TokenStream positional_stream(int64_t n) {
@@ -322,5 +322,5 @@ TEST(CausalLmDataset, WikiText2TokenCountsAndFullValidationPass) {
   EXPECT_EQ(dataset.target_count(), 217645);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

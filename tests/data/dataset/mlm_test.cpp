@@ -9,7 +9,7 @@
 #include "framework/base/error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 // 256 ordinary ids (bytes) and four special tokens.
 const ByteTokenizer& tokenizer() {
@@ -163,5 +163,5 @@ TEST(MaskedLmDataset, ClsFirstAndPaddedLastEvaluationWindow) {
             2);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -15,7 +15,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::expect_error;
 
@@ -150,5 +150,5 @@ TEST(TokenSequence, LmBatchesAreBitIdenticalToAnInt64Reference) {
   for (int64_t epoch : {0, 3}) expect_same_batch(a.batch(windows, epoch), b.batch(windows, epoch));
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

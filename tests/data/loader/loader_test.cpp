@@ -9,7 +9,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 LoaderOptions options_with(int64_t batch_size, uint64_t seed, int64_t rank = 0, int64_t world = 1,
                            bool drop_last = true) {
@@ -130,5 +130,5 @@ TEST(BatchLoader, ShardsAreDisjointAndCoverEachGlobalBatch) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -13,7 +13,7 @@
 #include "tests/data/test_files.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 // Resident memory of this process now (second field of /proc/self/statm, in pages).
 int64_t resident_bytes() {
@@ -56,5 +56,5 @@ TEST(MappedShard, PagesReadAreHandedBackSoResidentMemoryStaysFlat) {
   EXPECT_LT(growth_reading_all_windows(true), int64_t{4} << 20);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -18,7 +18,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using rota::testing::expect_error;
@@ -312,5 +312,5 @@ TEST(TokenizerDigest, SurvivesASaveAndLoadForEveryKind) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

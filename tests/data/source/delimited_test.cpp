@@ -5,7 +5,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::expect_error;
 
@@ -58,5 +58,5 @@ TEST(Delimited, UnterminatedQuoteNamesTheLineWhereTheFieldStarted) {
   expect_error([] { parse("a,b\n\"x\"y,z\n"); }, {"t.csv:2:", "'y' after the closing quote"});
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -12,7 +12,7 @@
 #include "framework/base/error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 struct Piece {
   std::string text;
@@ -204,5 +204,5 @@ TEST(DocumentPieces, NeedsAPieceSize) {
                Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -18,7 +18,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using rota::testing::expect_error;
@@ -308,11 +308,11 @@ TEST(SourceDocuments, FilesOfACutDirectoryCorpus) {
   EXPECT_EQ(begin, whole.size());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 int64_t peak_rss_bytes() {
   rusage usage{};
@@ -350,5 +350,5 @@ TEST(CorpusStreaming, MemoryDoesNotGrowWithTheFile) {
   EXPECT_LT(peak_rss_bytes() - before, int64_t{24} << 20);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -5,7 +5,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::expect_error;
 
@@ -42,5 +42,5 @@ TEST(Jsonl, BadLinesAreNamedByFileAndLine) {
                {"d.jsonl:5", "field 'label'", "not a string or an integer"});
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

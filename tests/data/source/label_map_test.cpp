@@ -5,7 +5,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::expect_error;
 
@@ -44,5 +44,5 @@ TEST(LabelMap, JsonRoundTrip) {
                "x/labels.json is not a rota.labels");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -7,7 +7,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using rota::testing::expect_error;
@@ -89,5 +89,5 @@ TEST(ExpandSplitPaths, FileDirectoryAndPatterns) {
                {"data.files.test", "has no CSV files"});
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -5,7 +5,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::expect_error;
 using namespace std::string_literals;
@@ -39,5 +39,5 @@ TEST(TextCheck, NulAndMalformedBytesAreNamedByLineAndColumn) {
                {"bytes 0xE2 0x82 0x78"});  // truncated sequence
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -13,7 +13,7 @@
 #include "tests/data/test_files.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 // Lines of words (some repeated, some rare, some blank lines, punctuation, UTF-8, runs of
 // spaces), the kind of text the tokenizers see.
@@ -144,5 +144,5 @@ INSTANTIATE_TEST_SUITE_P(Goldens, HuggingFaceLineSeparable,
                          ::testing::Values("gpt2_bpe", "llama3_bpe", "bert_wordpiece",
                                            "spm_precompiled_unigram", "unigram_metaspace"));
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -9,7 +9,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 std::string training_lines() {
   std::string text;
@@ -48,5 +48,5 @@ TEST(SentencePieceModelType, HandWrittenMessages) {
                               "SentencePiece model");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -10,7 +10,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::expect_error;
 
@@ -168,5 +168,5 @@ TEST(SentencePiece, MalformedModelsAreClearErrors) {
                "sentencepiece: cannot load the model");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -15,7 +15,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::expect_error;
 using testing::TempDir;
@@ -298,5 +298,5 @@ TEST(TokenizerFactory, BuildsEachKindWithDefaults) {
   EXPECT_THROW(parse_tokenizer_kind("wordpiece"), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -13,7 +13,7 @@
 #include "tests/data/test_files.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 // The digest GNU coreutils' sha256sum prints for a file (an independent implementation).
 std::string sha256sum(const std::filesystem::path& path) {
@@ -84,5 +84,5 @@ TEST(Sha256, RegistryMatchesSharedDataFilesAndReadme) {
   EXPECT_EQ(checked, 11);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -20,7 +20,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota::experiments {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using rota::testing::TempDir;
@@ -328,5 +328,5 @@ TEST(AblationProgress, LastLoggedStepSkipsATornLastLine) {
   EXPECT_EQ(last_logged_step(tmp.path()), 50);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::experiments

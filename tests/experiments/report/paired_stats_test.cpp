@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace rota::experiments {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 constexpr double kPi = std::numbers::pi;
 
@@ -143,5 +143,5 @@ TEST(PairedTTest, EdgeCases) {
   EXPECT_EQ(compare_paired({}).n, 0);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::experiments

@@ -15,7 +15,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::expect_error;
@@ -620,5 +620,5 @@ TEST(Engine, SetDataChecksShapeAndDType) {
       {"set_data", "f32", "f64"});
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

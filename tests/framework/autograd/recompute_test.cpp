@@ -14,7 +14,7 @@
 #include "framework/autograd/ops/shape.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 // Bit-for-bit equality of two tensors (shape and every value).
 void expect_same_bits(const Tensor& actual, const Tensor& expected, const char* what) {
@@ -169,5 +169,5 @@ TEST(Recompute, WithoutGradModeItIsThePlainCall) {
   expect_same_bits(y.data(), y_plain.data(), "output");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

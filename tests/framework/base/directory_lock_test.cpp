@@ -13,10 +13,11 @@
 #include <gtest/gtest.h>
 
 #include "framework/base/file_io.h"
+#include "tests/support/program.h"
 #include "tests/support/temp_dir.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 
@@ -53,15 +54,6 @@ struct LockingChild {
   }
   ~LockingChild() { kill(); }
 };
-
-// The pid of a process that has exited and been reaped.
-pid_t dead_pid() {
-  const pid_t pid = ::fork();
-  if (pid == 0) ::_exit(0);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return pid;
-}
 
 TEST(DirectoryLock, CreatesTheDirectoryAndRecordsTheHolder) {
   const testing::TempDir tmp;
@@ -121,7 +113,7 @@ TEST(DirectoryLock, AnotherProcessHoldingItIsNamedAndItsDeathReleasesIt) {
 TEST(DirectoryLock, AStaleRecordNamingADeadProcessDoesNotBlock) {
   const testing::TempDir tmp;
   LockHolder stale;
-  stale.pid = dead_pid();
+  stale.pid = testing::dead_pid();
   stale.host = "somewhere";
   stale.command = "rota train old.txtpb";
   write_file_atomically(tmp / ".lock", format_lock_holder(stale));
@@ -156,5 +148,5 @@ TEST(LockHolderRecord, RoundTripsAndToleratesGarbage) {
   EXPECT_EQ(parse_lock_holder(std::string("\0\xff pid 3", 8)).pid, 0);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -10,20 +10,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/program.h"
 #include "tests/support/temp_dir.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
-
-pid_t dead_pid() {
-  const pid_t pid = ::fork();
-  if (pid == 0) ::_exit(0);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return pid;
-}
 
 void touch(const fs::path& path) {
   std::ofstream(path) << "x";
@@ -68,7 +61,7 @@ TEST(ScratchDirectory, NamesArePrefixPidCounter) {
 TEST(ScratchDirectory, OnlyDirectoriesOfDeadProcessesWithOurPatternAreRemoved) {
   const testing::TempDir tmp;
   const testing::TempDir outside;
-  const std::string dead = std::to_string(dead_pid());
+  const std::string dead = std::to_string(testing::dead_pid());
   const std::string alive = std::to_string(::getppid());
   const fs::path stale = tmp / ("rota-tokenizer-" + dead + "-0");
   fs::create_directories(stale / "nested");
@@ -95,5 +88,5 @@ TEST(ScratchDirectory, OnlyDirectoriesOfDeadProcessesWithOurPatternAreRemoved) {
   EXPECT_EQ(remove_stale_scratch_directories("rota-tokenizer", tmp / "missing"), 0);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

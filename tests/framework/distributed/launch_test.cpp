@@ -11,7 +11,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::distributed {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::expect_error;
 
@@ -89,5 +89,5 @@ TEST(ProcessCommunicator, WithoutALauncherThisProcessRunsAloneAndNeverInitialise
   EXPECT_FALSE(mpi_initialized());          // also in a build with MPI
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::distributed

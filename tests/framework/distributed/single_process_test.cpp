@@ -16,7 +16,7 @@
 #include "framework/tensor/random.h"
 
 namespace rota::distributed {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TEST(SingleProcessCommunicator, CollectivesLeaveTheDataAsItIs) {
   SingleProcessCommunicator comm;
@@ -110,5 +110,5 @@ TEST(RunOnEveryRank, OneRankLetsEveryErrorThrough) {
                std::runtime_error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::distributed

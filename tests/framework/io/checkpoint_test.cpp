@@ -17,7 +17,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::io {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using testing::read_bytes;
@@ -384,5 +384,5 @@ TEST(Checkpoint, RefusesBadExtraFileNames) {
   EXPECT_FALSE(find_latest(run.path()).has_value());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::io

@@ -9,7 +9,7 @@
 #include "tests/framework/io/io_test_util.h"
 
 namespace rota::io {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::bitwise_crc32c;
 
@@ -83,5 +83,5 @@ TEST(Crc32c, MaskIsTheTfRecordRotationAndInvertible) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::io

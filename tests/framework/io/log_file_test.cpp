@@ -13,7 +13,7 @@
 #include "tests/framework/io/io_test_util.h"
 
 namespace rota::io {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::read_bytes;
 using testing::TempDir;
@@ -81,5 +81,5 @@ TEST(LogFile, AFailedLineIsRolledBackAndFileLoggingStops) {
   EXPECT_EQ(console.find("log file:", error + 1), std::string::npos) << "reported more than once";
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::io

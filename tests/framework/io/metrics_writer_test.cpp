@@ -18,7 +18,7 @@
 #include "tests/framework/io/io_test_util.h"
 
 namespace rota::io {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::read_bytes;
 using testing::TempDir;
@@ -130,5 +130,5 @@ TEST(MetricsWriter, AFailedAppendLeavesNoTornLine) {
   EXPECT_NE(message.find("File too large"), std::string::npos) << message;
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::io

@@ -15,7 +15,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::io {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::read_bytes;
 using testing::TempDir;
@@ -214,5 +214,5 @@ TEST(Log, FiltersByLevelAndWritesTheFile) {
   EXPECT_NE(line.find(".500 ERROR boom"), std::string::npos) << line;
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::io

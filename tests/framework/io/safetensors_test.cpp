@@ -15,7 +15,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::io {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::bitwise_crc32c;
 using testing::read_bytes;
@@ -393,5 +393,5 @@ TEST(Safetensors, NumpyReferenceReaderLoadsOurFile) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::io

@@ -15,7 +15,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::io {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::bitwise_crc32c;
 using testing::read_bytes;
@@ -134,5 +134,5 @@ TEST(TensorBoardWriter, FieldNumbersMatchTensorBoardUnderProtocRawDecode) {
   EXPECT_NE(decoded[1].find("2: 0x3f000000"), std::string::npos) << decoded[1];  // 0.5f
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::io

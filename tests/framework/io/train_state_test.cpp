@@ -9,7 +9,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::io {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TrainState full_state() {
   TrainState state;
@@ -122,5 +122,5 @@ TEST(TrainState, RefusesNewerVersions) {
   rota::testing::expect_error([&] { decode_train_state(body, "s"); }, "newer");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::io

@@ -17,7 +17,7 @@
 #include "tests/support/fused_vs_composed.h"
 
 namespace rota::nn {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::allclose;
 
@@ -166,5 +166,5 @@ TEST(MakeNorm, LayerNormWithAndWithoutBetaAndRmsNorm) {
   EXPECT_EQ(ln.to_double_vector(), ln_beta.to_double_vector());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::nn

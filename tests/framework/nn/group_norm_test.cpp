@@ -8,7 +8,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TEST(GroupNorm, EachGroupNormalisedThenPerChannelAffine) {
   const int64_t rows = 5, e = 12, groups = 3, c = e / groups;
@@ -53,5 +53,5 @@ TEST(GroupNorm, RefusesIndivisibleWidthsAndWrongInputs) {
   EXPECT_THROW(norm.forward(Variable(zeros({2, 6}, DType::kF64))), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -12,7 +12,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota::nn::init {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::allclose;
 
@@ -299,5 +299,5 @@ TEST(Init, TruncNormalRejectsBadArguments) {
   EXPECT_THROW(trunc_normal_(t, gen, 0, 1, 50, 60), Error);  // no mass in double
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::nn::init

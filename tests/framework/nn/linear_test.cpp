@@ -11,7 +11,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota::nn {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::allclose;
 
@@ -74,5 +74,5 @@ TEST(LinearSharedInput, RefusesLayersThatCannotStack) {
   EXPECT_THROW(forward_shared_input({&a, &a}, Variable(randn({2, 3}, gen))), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::nn

@@ -12,7 +12,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::nn {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::allclose;
 using rota::testing::expect_error;
@@ -286,5 +286,5 @@ TEST(ModuleBase, LoadErrorsNameTheEntriesAndLeaveTheModuleUntouched) {
   expect_error([&] { dup.insert("a", zeros({1})); }, {"duplicate", "'a'"});
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::nn

@@ -13,7 +13,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota::optim {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::allclose;
 
@@ -305,5 +305,5 @@ TEST(Adam, RejectsBadOptions) {
   EXPECT_THROW(AdamW({w}, o), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::optim

@@ -12,7 +12,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota::optim {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::allclose;
 
@@ -150,5 +150,5 @@ TEST(ClipGradNorm, NoGradientsGiveZeroAndBadMaxNormThrows) {
   EXPECT_THROW(clip_grad_norm({p}, std::numeric_limits<double>::infinity()), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::optim

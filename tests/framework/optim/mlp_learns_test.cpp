@@ -17,7 +17,7 @@
 #include "framework/tensor/random.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -133,5 +133,5 @@ TEST(MlpLearns, TwoSpiralsWithAdamW) {
   EXPECT_EQ(accuracy(logits.data(), labels), 1.0);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

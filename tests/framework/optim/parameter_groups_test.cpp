@@ -15,7 +15,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::optim {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using nn::ParameterRole;
 using rota::testing::expect_error;
@@ -143,5 +143,5 @@ TEST(RoleParamGroups, EmptyRolesAreOmittedAndAllFrozenIsAnError) {
   expect_error([&] { role_param_groups(linear, 1e-3, {}); }, "no trainable parameters");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::optim

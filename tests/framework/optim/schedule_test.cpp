@@ -12,7 +12,7 @@
 #include "framework/optim/sgd.h"
 
 namespace rota::optim {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -157,5 +157,5 @@ TEST(Schedule, DrivesOptimizerGroupsThroughSetLr) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::optim

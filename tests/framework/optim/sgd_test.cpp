@@ -14,7 +14,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::optim {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::allclose;
 using rota::testing::expect_error;
@@ -266,5 +266,5 @@ TEST(Sgd, RejectsBadConfiguration) {
   expect_error([&] { opt.step(); }, {"[3]", "[2]"});
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::optim

@@ -17,7 +17,7 @@
 #include "framework/tensor/tensor.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 constexpr size_t kKiB = size_t{1} << 10;
 constexpr size_t kMiB = size_t{1} << 20;
@@ -420,5 +420,5 @@ TEST(StorageAllocator, StorageStatsCountRequestedBytes) {
   EXPECT_EQ(storage_stats().live_bytes, before.live_bytes);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -12,7 +12,7 @@
 #include "framework/tensor/tensor.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 bool bf16_is_nan(uint16_t b) {
   return (b & 0x7f80u) == 0x7f80u && (b & 0x007fu) != 0;
@@ -229,5 +229,5 @@ TEST(BF16, TensorConversionsFollowTheScalarRule) {
   EXPECT_EQ(tensor_from({-7.25}, {1}, DType::kBF16).to(DType::kI32).item(), -7.0);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -12,7 +12,7 @@
 #include "framework/tensor/random.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 // Upper chi-square quantile with `dof` degrees of freedom at normal deviate z
 // (Wilson-Hilferty). z = 4.75 is a one-sided tail of ~1e-6: a correct generator fails a test
@@ -336,5 +336,5 @@ TEST(Random, RandpermIsAUniformPermutation) {
   EXPECT_THROW(randperm(-1, gen), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -10,7 +10,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::expect_error;
 
@@ -97,5 +97,5 @@ TEST(Error, CheckMacroFormatsAndThrowsRotaError) {
   EXPECT_THROW(ROTA_CHECK(false, "x"), std::runtime_error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -13,7 +13,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::expect_error;
 using testing::iota;
@@ -324,5 +324,5 @@ TEST(TensorPrinting, ToString) {
   EXPECT_NE(nan.find("inf"), std::string::npos) << nan;
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -6,7 +6,7 @@
 #include "framework/tensor/tensor.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TEST(ParallelCopy, PermutedAndConvertedCopiesMatchIndexArithmetic) {
   const int64_t a = 37, b = 41, c = 53;  // 80k elements: above the parallel threshold
@@ -40,5 +40,5 @@ TEST(ParallelCopy, PermutedAndConvertedCopiesMatchIndexArithmetic) {
   omp_set_num_threads(omp_get_num_procs());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -13,7 +13,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::expect_error;
 using testing::for_each_index;
@@ -479,5 +479,5 @@ TEST(TensorView, RandomViewChainsAgainstBruteForce) {
   EXPECT_GT(refusals, 300);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -11,7 +11,7 @@
 #include "framework/tensor/random.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 struct Labelled {
   std::vector<int64_t> truth;
@@ -187,5 +187,5 @@ TEST(ConfusionMatrix, OutOfRangeClassesThrow) {
   EXPECT_THROW(train::ConfusionMatrix(1), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -20,7 +20,7 @@
 #include "tests/framework/distributed/thread_group.h"
 
 namespace rota::distributed {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::ThreadGroup;
 
@@ -209,5 +209,5 @@ TEST(DataParallelStep, ACollectiveErrorEndsEveryRankWithItsExitCode) {
   EXPECT_EQ(codes, std::vector<int>(kWorld, 2));
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::distributed

@@ -13,7 +13,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 // Mean squared error of a linear map on rows [begin, end) of (x, y).
 Variable mse(const Variable& w, const Tensor& x, const Tensor& y, int64_t begin, int64_t end) {
@@ -72,5 +72,5 @@ TEST(StepRunner, NonFiniteLossStopsBeforeUpdating) {
   EXPECT_EQ(runner.steps_done(), 0);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -34,7 +34,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::expect_error;
 using testing::memory_temp_base;
@@ -750,5 +750,5 @@ TEST(MetricValue, ReturnsThePresentKeyAndNamesTheKeysWhenAbsent) {
   EXPECT_THROW(train::metric_value({}, "loss"), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -9,7 +9,7 @@
 #include "framework/base/file_io.h"
 
 namespace rota::data::hf {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 const std::filesystem::path kGoldenDir =
     std::filesystem::path(ROTA_SOURCE_DIR) / "tests" / "golden" / "tokenizers";
@@ -76,5 +76,5 @@ TEST(HuggingFaceComponents, PreTokenizersEqualTheReference) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data::hf

@@ -14,7 +14,7 @@
 #include "tests/data/test_files.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 const std::filesystem::path kGoldenDir =
     std::filesystem::path(ROTA_SOURCE_DIR) / "tests" / "golden" / "tokenizers";
@@ -136,5 +136,5 @@ INSTANTIATE_TEST_SUITE_P(Tokenizers, HuggingFaceGolden,
                                            "unigram_metaspace_never", "spm_precompiled_unigram",
                                            "wordlevel_variants"));
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -17,7 +17,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using nlohmann::json;
 using rota::testing::expect_error;
@@ -296,5 +296,5 @@ TEST(OpenTokenizer, RefusesWhatIsNotATokenizer) {
   expect_error([&] { open_tokenizer(dir / "bad.model"); }, {"not a tokenizer: ", "bad.model"});
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

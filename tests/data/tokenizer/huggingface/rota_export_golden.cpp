@@ -18,7 +18,7 @@
 #include "tests/data/test_files.h"
 
 namespace rota::data {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 const std::filesystem::path kGoldenDir =
     std::filesystem::path(ROTA_SOURCE_DIR) / "tests" / "golden" / "tokenizers";
@@ -94,5 +94,5 @@ TEST_P(RotaExportGolden, ReferenceGivesRotasIds) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, RotaExportGolden, ::testing::Values("byte", "char", "word"));
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::data

@@ -15,7 +15,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::gradcheck;
 
@@ -174,5 +174,5 @@ TEST(DeltaRuleAttentionGrad, NoGradientsRequestedRecordsNothing) {
   EXPECT_FALSE(o.requires_grad());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

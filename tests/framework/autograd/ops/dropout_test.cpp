@@ -14,7 +14,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 
@@ -144,5 +144,5 @@ TEST(Dropout, ProbabilityOutsideRangeIsAnError) {
   EXPECT_THROW(dropout(x, 1.0, gen, false), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -12,7 +12,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::expect_error;
@@ -208,5 +208,5 @@ TEST(BinaryOp, MismatchedShapesNameTheOp) {
   expect_error([&] { add(a, b); }, "add: shapes [3,4] and [5] cannot be broadcast");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -14,7 +14,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::expect_error;
@@ -165,5 +165,5 @@ TEST(Embedding, ErrorsNameTheOpTheIdAndV) {
       "embedding_backward: grad [2,4] does not match ids [1]");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

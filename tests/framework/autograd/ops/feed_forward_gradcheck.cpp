@@ -8,7 +8,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TEST(FeedForwardGradcheck, EverySupportedActivation) {
   for (backend::UnaryOp act : {backend::UnaryOp::kRelu, backend::UnaryOp::kGeluErf,
@@ -27,5 +27,5 @@ TEST(FeedForwardGradcheck, EverySupportedActivation) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -14,7 +14,7 @@
 #include "tests/support/fused_vs_composed.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using backend::UnaryOp;
 using testing::expect_error;
@@ -93,5 +93,5 @@ TEST(FeedForwardOp, RejectsBadShapesActivationsAndMissingBiases) {
       "feed_forward");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -12,7 +12,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TEST(GatedActivationGradcheck, SwigluAndGeglu) {
   for (backend::UnaryOp act : {backend::UnaryOp::kSilu, backend::UnaryOp::kGeluErf}) {
@@ -66,5 +66,5 @@ TEST(GatedActivationGradcheck, GatedFeedForwardOpWithAndWithoutBiases) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -16,7 +16,7 @@
 #include "tests/support/fused_vs_composed.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using backend::UnaryOp;
 using testing::expect_error;
@@ -112,5 +112,5 @@ TEST(GatedFeedForwardOp, RejectsBadShapesActivationsAndMixedBiases) {
       "gated_feed_forward");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

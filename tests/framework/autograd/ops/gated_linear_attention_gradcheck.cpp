@@ -11,7 +11,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::gradcheck;
 
@@ -159,5 +159,5 @@ TEST(GatedLinearAttentionGrad, ZeroGatesGiveThePlainGradients) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

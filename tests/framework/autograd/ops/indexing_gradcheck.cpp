@@ -15,7 +15,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::for_each_index;
@@ -302,5 +302,5 @@ TEST(IndexingOps, NoGraphWhenNothingNeedsGrad) {
   EXPECT_FALSE(tril(x).requires_grad());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

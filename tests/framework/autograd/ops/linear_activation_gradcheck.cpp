@@ -8,7 +8,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 TEST(LinearActivationGradcheck, EverySupportedActivation) {
   for (backend::UnaryOp act : {backend::UnaryOp::kRelu, backend::UnaryOp::kGeluErf,
@@ -26,5 +26,5 @@ TEST(LinearActivationGradcheck, EverySupportedActivation) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

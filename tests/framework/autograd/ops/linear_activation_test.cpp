@@ -13,7 +13,7 @@
 #include "tests/support/fused_vs_composed.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using backend::UnaryOp;
 using rota::testing::expect_same_results;
@@ -93,5 +93,5 @@ TEST(LinearActivation, RejectsUnsupportedActivationsAndMissingBias) {
   EXPECT_THROW(linear_activation(Variable(randn({2, 5}, gen)), w, b, UnaryOp::kRelu), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

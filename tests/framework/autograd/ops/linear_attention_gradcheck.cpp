@@ -13,7 +13,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::gradcheck;
 
@@ -238,5 +238,5 @@ std::string lrpe_case_name(const ::testing::TestParamInfo<LrpeGradCase>& info) {
 INSTANTIATE_TEST_SUITE_P(Variants, LrpeGrad, ::testing::ValuesIn(lrpe_grad_cases()),
                          lrpe_case_name);
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -10,7 +10,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::gradcheck;
 
@@ -65,5 +65,5 @@ INSTANTIATE_TEST_SUITE_P(Cases, LinearCrossEntropyGradcheck, ::testing::ValuesIn
                            return info.param.name;
                          });
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

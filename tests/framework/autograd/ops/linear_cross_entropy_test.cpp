@@ -20,7 +20,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 // Every |actual − expected| <= rel·max|expected| (one scale per tensor: gradients mix large
 // and near-zero elements, whose rounding follows the tensor's scale, not their own).
@@ -290,5 +290,5 @@ TEST(LinearCrossEntropyOp, BadInputsAreErrorsNamingTheOpAndShapes) {
       "linear_cross_entropy: hidden [2,3,5] and weight [7,4]: embedding dims differ");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -16,7 +16,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::gradcheck;
@@ -272,5 +272,5 @@ TEST(CrossEntropy, BadInputsAreErrors) {
                "cross_entropy: label_smoothing 1.5 is outside [0, 1]");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

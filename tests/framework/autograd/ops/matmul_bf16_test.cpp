@@ -16,7 +16,7 @@
 #include "framework/tensor/storage.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using OpFn = std::function<Variable(const std::vector<Variable>&)>;
 
@@ -369,5 +369,5 @@ TEST(MatmulPrecision, SavesBf16CopiesForBackward) {
   EXPECT_EQ(b.grad().dtype(), DType::kF32);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

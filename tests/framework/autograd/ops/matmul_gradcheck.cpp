@@ -12,7 +12,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::gradcheck;
@@ -206,5 +206,5 @@ TEST(LinearGrad, WeightOnly) {
   EXPECT_TRUE(gradcheck(apply_linear, inputs, options));
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

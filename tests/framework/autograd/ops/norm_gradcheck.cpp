@@ -15,7 +15,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::gradcheck;
@@ -182,5 +182,5 @@ TEST(NormGrad, NoGraphWhenNothingNeedsGrad) {
   EXPECT_FALSE(rms_norm(x, w).requires_grad());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -17,7 +17,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::AxisCase;
@@ -244,5 +244,5 @@ TEST(ReduceGrad, BadAxisNamesTheOpAndShape) {
   expect_error([&] { sum(x, {0, 5}); }, "sum: axis 5 out of range for shape [2,3]");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -16,7 +16,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::gradcheck;
@@ -141,5 +141,5 @@ TEST(RelativeShiftGrad, LogitsRejectMismatchedTables) {
   EXPECT_THROW(relative_logits(q, Variable(random_tensor({3, 5, 4}, 9)), 3), Error);  // H differs
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -15,7 +15,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::expect_error;
@@ -373,5 +373,5 @@ TEST(ShapeGrad, NoGraphWhenNothingNeedsGrad) {
   for (const Variable& p : split(x, {1, 1}, 0)) EXPECT_FALSE(p.requires_grad());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

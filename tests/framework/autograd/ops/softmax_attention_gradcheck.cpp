@@ -16,7 +16,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using backend::SoftmaxAttentionMasks;
 using testing::allclose;
@@ -276,5 +276,5 @@ TEST(SoftmaxAttentionOpExtra, GeneratorUseAndSavedState) {
   EXPECT_THROW(softmax_attention(q, k, v, Variable(), 1.0, masks, 0.5, nullptr), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -15,7 +15,7 @@
 #include "framework/tensor/random.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace sg = backend::small_gemm;
 using sg::Bf16Unit;
@@ -178,5 +178,5 @@ TEST(Bf16Gemm, BestUnitIsTheFastestSupportedOneAndFollowsTheIsaCap) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

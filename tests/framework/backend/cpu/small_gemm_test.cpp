@@ -14,7 +14,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::expect_error;
 
@@ -208,5 +208,5 @@ TEST_F(MaxIsaEnvironment, CapsTheChoiceAndRejectsUnknownNames) {
   expect_error([&] { backend::vecmath::best_isa(); }, "ROTA_MAX_CPU_ISA=sse9");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -21,7 +21,7 @@
 #include "framework/tensor/random.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace vm = backend::vecmath;
 using vm::Isa;
@@ -598,5 +598,5 @@ TEST(VectorMathElementwise, F32UnaryOpsRunTheKernels) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

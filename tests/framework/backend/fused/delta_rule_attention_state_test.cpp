@@ -15,7 +15,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 
@@ -226,5 +226,5 @@ TEST(DeltaRuleAttentionState, AStateOfTheWrongShapeIsRefused) {
       "delta_rule_attention: initial state is f64 [2,2,4,3], expected f64 [2,2,3,4]");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -16,7 +16,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::expect_error;
@@ -423,5 +423,5 @@ TEST(DeltaRuleAttention, BadInputsNameTheShapes) {
       {"delta_rule_attention_step", "beta [3]"});
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -19,7 +19,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::random_qkv;
@@ -430,5 +430,5 @@ TEST(PackedDocuments, BadSegmentIdsAreRefused) {
       "a document's tokens must be contiguous");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

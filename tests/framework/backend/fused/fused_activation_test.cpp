@@ -11,7 +11,7 @@
 #include "framework/tensor/random.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using backend::Bf16Rounding;
 using backend::UnaryOp;
@@ -103,5 +103,5 @@ TEST(ActivationBackwardWithColumnSums, RefusesOtherOpsDtypesAndShapes) {
   EXPECT_THROW(backend::unary_backward_array(UnaryOp::kExp, nullptr, nullptr, nullptr, 0), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -13,7 +13,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using backend::UnaryOp;
 
@@ -120,5 +120,5 @@ TEST(GatedActivation, RefusesBadInputs) {
       "dy");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -14,7 +14,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::max_relative_error;
 using rota::testing::random_qkv;
@@ -158,5 +158,5 @@ TEST(GatedFloat, ZeroGatesMatchThePlainKernel) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

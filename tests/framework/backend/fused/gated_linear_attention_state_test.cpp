@@ -14,7 +14,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 
@@ -213,5 +213,5 @@ TEST(GatedLinearAttentionState, AStateOfTheWrongShapeIsRefused) {
       "gated_linear_attention: initial state is f64 [2,2,4,3], expected f64 [2,2,3,4]");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

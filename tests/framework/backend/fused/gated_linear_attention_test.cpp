@@ -15,7 +15,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::expect_error;
@@ -387,5 +387,5 @@ TEST(GatedLinearAttention, BadInputsAreRefusedNamingTheShapes) {
       {"gated_linear_attention_step", "must be finite and <= 0"});
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

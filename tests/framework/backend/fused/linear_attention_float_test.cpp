@@ -15,7 +15,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::max_relative_error;
 using rota::testing::random_qkv;
@@ -224,5 +224,5 @@ TEST(LinearAttentionLayout, NoPositionsGiveEmptyResults) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

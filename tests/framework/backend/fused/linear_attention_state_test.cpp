@@ -14,7 +14,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::random_qkv;
@@ -278,5 +278,5 @@ TEST(CausalLinearAttentionState, AStateOfTheWrongShapeOrTypeIsRefused) {
       "causal_linear_attention_backward: final state's gradient is f32 [1,2,3,4], expected f64");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -9,7 +9,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::random_qkv;
@@ -200,5 +200,5 @@ TEST(LinearAttention, ShapeErrorsNameTheOp) {
       Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

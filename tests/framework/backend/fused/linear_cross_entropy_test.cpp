@@ -19,7 +19,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using backend::Reduction;
 using testing::allclose;
@@ -462,5 +462,5 @@ TEST(LinearCrossEntropy, BadInputsAreErrorsNamingTheOpAndShapes) {
                "linear_cross_entropy: label_smoothing 1.5 is outside [0, 1]");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

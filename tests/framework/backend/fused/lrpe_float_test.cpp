@@ -17,7 +17,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using rota::testing::max_relative_error;
 
@@ -348,5 +348,5 @@ TEST(LrpeFloatThreads, GradientsDoNotDependOnTheThreadCount) {
   EXPECT_EQ(one.dx.to_double_vector(), two.dx.to_double_vector());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

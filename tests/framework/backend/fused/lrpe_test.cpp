@@ -10,7 +10,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using backend::LrpeCore;
 using backend::LrpeKernelConfig;
@@ -309,5 +309,5 @@ TEST(LrpeKernelEmpty, NoRowsGiveEmptyResultsAndZeroParameterGradients) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

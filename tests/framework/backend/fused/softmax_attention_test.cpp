@@ -14,7 +14,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using backend::SoftmaxAttentionMasks;
 using testing::allclose;
@@ -611,5 +611,5 @@ TEST(SoftmaxAttentionMemory, PeakExtraMemoryIsLinearInN) {
       static_cast<long long>(relative_extra), static_cast<long long>(n2_bytes));
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -15,7 +15,7 @@
 #include "framework/tensor/random.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 // Every sign/exponent/upper-mantissa pattern, each with the lower halves around the rounding
 // points: exact, just below/at/above the tie, max (NaN payloads and infinities included).
@@ -157,5 +157,5 @@ TEST(ToBf16WithColumnSums, RefusesWhatItCannotRead) {
   EXPECT_THROW(backend::to_bf16_with_column_sums(x, backend::Bf16Rounding::kNone), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

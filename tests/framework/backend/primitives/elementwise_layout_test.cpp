@@ -12,7 +12,7 @@
 #include "framework/tensor/random.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using backend::UnaryOp;
 
@@ -135,5 +135,5 @@ TEST(UnaryBackwardFromOutput, OnePlusEluDerivativeFromTheOutputEqualsTheInputFor
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

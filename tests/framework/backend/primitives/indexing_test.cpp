@@ -15,7 +15,7 @@
 #include "tests/support/index_math.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::expect_error;
@@ -501,5 +501,5 @@ TEST(Triangle, BatchedNonSquareAndStrided) {
   expect_error([] { backend::tril(zeros({5}), 0); }, "tril: x [5] needs at least 2 dims");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -15,7 +15,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::expect_error;
@@ -563,11 +563,11 @@ TEST(MatmulErrors, MessagesNameTheOpAndShapes) {
       "matmul_accumulate: out [3,5] f32 does not match the product [3,4] x [4,6] -> [3,6] f32");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 // dW = gᵀ·x in either orientation (In > Out takes the transposed route) against a double loop.
 TEST(MatmulWeightGradient, BothOrientationsMatchTheDefinition) {
@@ -595,5 +595,5 @@ TEST(MatmulWeightGradient, BothOrientationsMatchTheDefinition) {
   EXPECT_THROW(backend::matmul_weight_gradient(randn({3, 2}, gen), randn({4, 2}, gen)), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -14,7 +14,7 @@
 #include "tests/support/expect_error.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 
@@ -247,5 +247,5 @@ TEST(NormErrors, BadParametersNameTheOpAndShapes) {
       "layer_norm_backward: grad [2,3] does not match input [2,3,4]");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -14,7 +14,7 @@
 #include "tests/support/reduce_cases.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::AxisCase;
@@ -550,5 +550,5 @@ TEST(Cumsum, LongFloatScanDoesNotDrift) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

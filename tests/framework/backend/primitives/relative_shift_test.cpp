@@ -16,7 +16,7 @@
 #include "tests/support/tensor_factory.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::expect_error;
@@ -241,5 +241,5 @@ TEST(RelativeShift, BadInputsThrow) {
   expect_error([&] { backend::relative_shift_forward(x.to(DType::kI64), 2); }, "not supported");
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -26,7 +26,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 namespace fs = std::filesystem;
 using rota::testing::TempDir;
@@ -417,5 +417,5 @@ TEST(MpirunTrain, ABusyRunDirectoryIsRefusedOnceOnEveryRankAndAFreeOneIsLockedBy
   EXPECT_TRUE(io::find_latest(dir).has_value());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

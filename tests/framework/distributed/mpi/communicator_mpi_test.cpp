@@ -11,7 +11,7 @@
 #include "tests/framework/distributed/mpi/mpi_world.h"
 
 namespace rota::distributed {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::rank_ordered_sum;
 using testing::rank_values;
@@ -100,5 +100,5 @@ TEST(MpiCommunicator, AllgatherConcatenatesInRankOrder) {
   comm.barrier();
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::distributed

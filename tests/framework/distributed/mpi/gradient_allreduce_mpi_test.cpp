@@ -9,7 +9,7 @@
 #include "tests/framework/distributed/mpi/mpi_world.h"
 
 namespace rota::distributed {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::rank_ordered_sum;
 using testing::rank_values;
@@ -71,5 +71,5 @@ TEST(GradientAllreduce, AGradientOnSomeRanksOnlyIsSummedWithZerosEverywhere) {
   EXPECT_FALSE(nowhere.grad().defined());
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::distributed

@@ -10,7 +10,7 @@
 #include "tests/framework/distributed/mpi/mpi_world.h"
 
 namespace rota::distributed {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::world;
 
@@ -41,5 +41,5 @@ TEST(ReplicaCheck, ARankThatDivergedIsNamedOnEveryRank) {
       << "rank " << comm.rank() << ": '" << message << "'";
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::distributed

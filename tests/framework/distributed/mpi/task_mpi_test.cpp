@@ -16,7 +16,7 @@
 #include "tests/framework/distributed/mpi/mpi_world.h"
 
 namespace rota::app {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using distributed::testing::world;
 
@@ -146,5 +146,5 @@ TEST(TaskState, AGlobalBatchThatDoesNotSplitOverTheRanksIsARecipeError) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

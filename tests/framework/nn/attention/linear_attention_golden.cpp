@@ -12,7 +12,7 @@
 #include "tests/support/golden.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::GoldenCase;
@@ -136,5 +136,5 @@ INSTANTIATE_TEST_SUITE_P(Cases, LinearAttentionGolden,
                          ::testing::ValuesIn(GoldenCase::list("linear_attention")),
                          rota::testing::GoldenTestName());
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

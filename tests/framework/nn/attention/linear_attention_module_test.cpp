@@ -11,7 +11,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using nn::LinearAttention;
 using nn::LinearAttentionNorm;
@@ -475,5 +475,5 @@ TEST(LinearAttentionLayer, ShapeErrorsAreClear) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

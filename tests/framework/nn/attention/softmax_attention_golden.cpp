@@ -11,7 +11,7 @@
 #include "tests/support/golden.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 // Cases from tests/reference/softmax_attention_reference.py: output and every gradient for
 // none / rope / alibi / t5 × {causal, full} and end-aligned causal cross-attention.
@@ -128,5 +128,5 @@ TEST(SoftmaxAttentionTables, AlibiSlopesMatchTheReferenceRecursion) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -15,7 +15,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::gradcheck_variables;
@@ -415,5 +415,5 @@ TEST(SoftmaxAttentionLayer, ParametersAndShapeErrors) {
   EXPECT_THROW(nn::SoftmaxAttention(bad, gen), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -17,7 +17,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 
@@ -258,5 +258,5 @@ TEST(SoftmaxPosition, CustomEncodingReplacesTheTypedOne) {
   EXPECT_EQ(l1->relative_encoding(), shared);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

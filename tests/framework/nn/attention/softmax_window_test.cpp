@@ -12,7 +12,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota::nn {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 
@@ -106,5 +106,5 @@ TEST(SoftmaxWindow, RefusesNegativeWindowsAndNonCausalSteps) {
   EXPECT_THROW(layer.step(zeros({1, kDim}, DType::kF64), cache), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::nn

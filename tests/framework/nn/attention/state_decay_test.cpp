@@ -7,7 +7,7 @@
 #include "framework/nn/attention/state_decay.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using nn::DecaySchedule;
 using nn::StateDecayOptions;
@@ -48,5 +48,5 @@ TEST(StateDecay, NoScheduleHasNoRatesAndBadLayersAreRefused) {
   EXPECT_THROW(nn::state_decay_rates({DecaySchedule::kRetNet, 0, 1}, 0), Error);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -11,7 +11,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using backend::LrpeCore;
 using backend::LrpeP;
@@ -182,5 +182,5 @@ TEST(Rope, EqualsDirectRotaryEmbedding) {
   }
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

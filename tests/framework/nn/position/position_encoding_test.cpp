@@ -7,7 +7,7 @@
 #include "framework/nn/position/position_encoding.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 struct Row {
   nn::PositionEncoding position;
@@ -65,5 +65,5 @@ TEST(PositionEncoding, DefaultsMatchTheRecipeAndTheDocs) {
   EXPECT_EQ(nn::LearnedPosition{}.max_positions, 512);
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

@@ -15,7 +15,7 @@
 #include "tests/support/golden.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 using testing::GoldenCase;
@@ -93,5 +93,5 @@ INSTANTIATE_TEST_SUITE_P(Cases, RelativeEncodingsGolden,
                          ::testing::ValuesIn(GoldenCase::list("relative_encodings")),
                          rota::testing::GoldenTestName());
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

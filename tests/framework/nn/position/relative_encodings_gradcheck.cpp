@@ -15,7 +15,7 @@
 #include "tests/support/gradcheck.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using nn::AttentionCall;
 using testing::gradcheck_variables;
@@ -172,5 +172,5 @@ TEST(StreamingChunkAttentionGrad, FullFormInputAndEveryParameter) {
   EXPECT_TRUE(gradcheck_variables([&] { return layer.forward(x); }, leaves));
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota

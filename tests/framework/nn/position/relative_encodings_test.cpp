@@ -24,7 +24,7 @@
 #include "tests/support/allclose.h"
 
 namespace rota {
-namespace {
+namespace ROTA_TEST_FILE_NS {
 
 using testing::allclose;
 
@@ -688,5 +688,5 @@ TEST(StreamingChunkAttention, ChunkMisuseThrows) {
   EXPECT_THROW(nn::StreamingChunkAttention(o, gen), Error);  // dropout needs a generator
 }
 
-}  // namespace
+}  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota
