@@ -31,7 +31,7 @@ struct ContextResult {
   std::string note;             // why there is no value ("n/a: learned absolute positions ...")
   /// Causal LMs: the loss per position bucket (powers of two) at this length; empty otherwise
   /// (and in results of a Rota that did not record them).
-  std::vector<PositionLoss> positions;
+  std::vector<PositionLoss> positions{};
 };
 
 /// One training stage of a run and its evaluations.

@@ -39,7 +39,7 @@ struct LinearOptions {
   int64_t out_features = 0;
   bool bias = true;
   DType dtype = DType::kF32;
-  WeightInit init;  // default: PyTorch's
+  WeightInit init{};  // default: PyTorch's
 };
 
 /// Parameters: `weight` [out, in], `bias` [out] (when enabled).

@@ -43,7 +43,7 @@ TEST(CliErgonomics, AValueThatLooksLikeAnOptionIsAValue) {
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(r.output.rfind("-hello", 0), 0u) << r.output;
   // The validation split by any of its usual names.
-  for (const std::string& name : {"valid", "validation", "val", "dev"}) {
+  for (const char* name : {"valid", "validation", "val", "dev"}) {
     expect_output(rota("eval " + run + " --split " + name + " --batches 1"), 0, {"split=valid "});
   }
 }

@@ -19,7 +19,9 @@ TEST(PositionBuckets, PowersOfTwoCutAtTheContextAndEveryPositionInItsBucket) {
     EXPECT_EQ(buckets.back().last, context);
     for (size_t k = 0; k < buckets.size(); ++k) {
       EXPECT_EQ(buckets[k].first, int64_t{1} << k);
-      if (k + 1 < buckets.size()) EXPECT_EQ(buckets[k + 1].first, buckets[k].last + 1);
+      if (k + 1 < buckets.size()) {
+        EXPECT_EQ(buckets[k + 1].first, buckets[k].last + 1);
+      }
       EXPECT_EQ(buckets[k].tokens, 0);
     }
     for (int64_t p = 1; p <= context; ++p) {

@@ -250,7 +250,9 @@ TEST(Corpus, TextPiecesEndAtLineEndsAndJoinToTheSplit) {
     for (size_t i = 0; i < pieces.size(); ++i) {
       joined += pieces[i];
       EXPECT_FALSE(pieces[i].empty());
-      if (i + 1 < pieces.size()) EXPECT_EQ(pieces[i].back(), '\n') << "limit " << limit;
+      if (i + 1 < pieces.size()) {
+        EXPECT_EQ(pieces[i].back(), '\n') << "limit " << limit;
+      }
       // Longer than the limit only when the piece is one line.
       if (pieces[i].size() > limit) {
         const size_t first_end = pieces[i].find('\n');

@@ -129,7 +129,9 @@ TEST(CausalLmDataset, LaneWindowsAreContiguousPerLaneAndDisjoint) {
       EXPECT_EQ(dataset.lane_step(w), g);
       const int64_t start = dataset.window_start(w, epoch);
       EXPECT_EQ(start, origin + lane * lane_length + g * T) << "window " << w;
-      if (g > 0) EXPECT_EQ(start, dataset.window_start(w - lanes, epoch) + T);
+      if (g > 0) {
+        EXPECT_EQ(start, dataset.window_start(w - lanes, epoch) + T);
+      }
       ASSERT_LE(start + T, usable);
       for (int64_t t = start; t < start + T; ++t) ++covered[t];
       const std::vector<int64_t> one = {w};
@@ -226,7 +228,9 @@ TEST(CausalLmDataset, SlidingWindowsScoreEveryTargetOnceWithAtLeastTMinusSContex
           const int64_t predicted = target - 1000;
           EXPECT_EQ(predicted, w * S + t + 1);
           ++scored[predicted];
-          if (w > 0) EXPECT_GE(t + 1, T - S + 1) << "N=" << N << " S=" << S << " w=" << w;
+          if (w > 0) {
+            EXPECT_GE(t + 1, T - S + 1) << "N=" << N << " S=" << S << " w=" << w;
+          }
         }
       }
       EXPECT_EQ(scored[0], 0);

@@ -288,7 +288,7 @@ TEST(SourceDocuments, FilesOfACutDirectoryCorpus) {
   }
   const Corpus corpus = Corpus::open((root / "d").string(), DataOptions{});
   size_t begin = 0;
-  for (const std::string& split : {"train", "valid", "test"}) {
+  for (const char* split : {"train", "valid", "test"}) {
     const std::string text = corpus.read_text(split);
     ASSERT_EQ(whole.substr(begin, text.size()), text) << split;
     std::vector<size_t> expected;

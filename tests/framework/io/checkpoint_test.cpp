@@ -351,7 +351,7 @@ TEST(CheckpointPointer, AcceptsOnlyStepDirectoryNames) {
   // Found by fuzz/checkpoint_pointer_fuzzer: "step_" and 300 zeros named a directory whose
   // name is too long, and fs::is_directory threw std::filesystem_error. Only the name
   // checkpoint_dir_name writes is accepted now.
-  for (const std::string bad :
+  for (const std::string& bad :
        {std::string(""), std::string("\n"), std::string("other"), std::string("step_"),
         std::string("step_12a"), std::string("step_99999999999999999999999"),
         std::string("step_1\nstep_2"), std::string(".."), std::string("step_1"),
