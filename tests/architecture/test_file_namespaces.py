@@ -11,7 +11,6 @@ by suite and name, may stand outside it.
 import glob
 import os
 import re
-import sys
 import unittest
 
 SOURCE = os.environ.get("ROTA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -21,6 +20,14 @@ FILE_NAMESPACE = "ROTA_TEST_FILE_NS"
 NOT_BATCHED = re.compile(r"^tests/(support|architecture|framework/distributed/(mpi|launch|probe))/")
 ALLOWED_OUTSIDE = re.compile(
     r"^(TEST|TEST_F|TEST_P|TYPED_TEST|TYPED_TEST_P|INSTANTIATE_TEST_SUITE_P)\s*\(")
+
+
+def starts_with_digit(text, i):
+    """Whether the token that text[i] continues (letters, digits and ') begins with a digit."""
+    start = i
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_'"):
+        start -= 1
+    return start < i and text[start].isdigit()
 
 
 def strip_literals_and_comments(text):
@@ -44,6 +51,9 @@ def strip_literals_and_comments(text):
             end = n if end < 0 else end + len(delimiter) + 2
             out.append('""' + "\n" * text.count("\n", i, end))
             i = end
+        elif c == "'" and starts_with_digit(text, i):
+            out.append(c)  # a digit separator (100'000), not a character literal
+            i += 1
         elif c in "\"'":
             j = i + 1
             while j < n and text[j] != c:
@@ -59,7 +69,8 @@ def strip_literals_and_comments(text):
 def violations(text):
     """(line number, line) of each namespace-scope declaration outside the file's namespace."""
     found = []
-    # Each open brace: "file" (ROTA_TEST_FILE_NS), "namespace" (any other) or "block".
+    # Each open brace: "file" (ROTA_TEST_FILE_NS), "anonymous", "namespace" (any other named
+    # one) or "block".
     stack = []
     statement_start = True
     for number, line in enumerate(strip_literals_and_comments(text).split("\n"), start=1):
@@ -116,17 +127,19 @@ class TestFileNamespaces(unittest.TestCase):
     def test_a_helper_beside_the_file_namespace_is_found(self):
         text = ("namespace rota {\nnamespace ROTA_TEST_FILE_NS {\nint a() { return 1; }\n}\n"
                 "std::string\nhelper(int x) {\n  return {};\n}\n"
-                "using namespace std;\nconst int kLimit = 3;\n}  // namespace rota\n")
-        self.assertEqual([number for number, _ in violations(text)], [5, 9, 10])
+                "using namespace std;\nconst int kLimit = 3;\nconst long kBig = 1'000;\n"
+                "int g() {\n  return 0;\n}\n}  // namespace rota\n")
+        self.assertEqual([number for number, _ in violations(text)], [5, 9, 10, 11, 12])
 
     def test_tests_and_code_inside_the_file_namespace_pass(self):
         text = ('namespace rota {\nnamespace ROTA_TEST_FILE_NS {\nnamespace fs = std::filesystem;\n'
                 'const char* kBraces = "}}{";\nconst char* kRaw = R"x(\n}\n)x";\n'
                 "struct Case {\n  int n;\n};\n// } a comment\nint f() {\n  if (1) {\n  }\n"
                 "  return 0;\n}\nTEST(Suite, Name) {\n  EXPECT_EQ(f(), 0);\n}\n}  // namespace\n"
-                "TEST(Outside, Name) {\n  const char c = '}';\n}\n}  // namespace rota\n")
+                "TEST(Outside, Name) {\n  const char c = '}';\n  const long n = 100'000;\n}\n"
+                "}  // namespace rota\n")
         self.assertEqual(violations(text), [])
 
 
 if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1] + sys.argv[1:])
+    unittest.main()
