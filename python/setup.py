@@ -10,8 +10,9 @@ No pyproject.toml on purpose: with one, pip builds in an isolated environment an
 setuptools and wheel, which fails offline (Debian 12 has no PyPI here). Without it pip uses the
 setuptools and wheel of the interpreter (python3-setuptools, python3-wheel; visible in a venv
 made with --system-site-packages), so `.venv/bin/pip install ./python` works with no network.
-Build files go to a temporary directory, not into the source tree.
+Build files go to a temporary directory, not into the source tree, removed when setup.py exits.
 """
+import atexit
 import glob
 import os
 import re
@@ -83,6 +84,8 @@ class CopyNativeModule(build_ext):
 
 
 SCRATCH = tempfile.mkdtemp(prefix="rota-setup-")
+# pip runs setup.py once per build step (metadata, wheel), each in its own process.
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 
 setup(
     name="rota",

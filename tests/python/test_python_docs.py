@@ -68,13 +68,18 @@ class PythonDocs(unittest.TestCase):
         """The Install section's commands, in a fresh virtual environment."""
         commands = blocks(self.text, "sh", "Install")[0].strip().splitlines()
         venv = os.path.join(self.tmp.name, ".venv")
+        # A temporary directory of the install's own, to see what it leaves behind there.
+        scratch = os.path.join(self.tmp.name, "install-tmp")
+        os.mkdir(scratch)
+        env = dict(os.environ, TMPDIR=scratch)
         for line in commands:
             line = line.replace("./python", os.path.join(os.path.abspath(REPO), "python"))
             line = line.replace("python3 -m venv", f"{sys.executable} -m venv")
             result = subprocess.run(line, shell=True, capture_output=True, text=True,
-                                    cwd=self.tmp.name)
+                                    cwd=self.tmp.name, env=env)
             self.assertEqual(result.returncode, 0, f"{line}\n{result.stdout}\n{result.stderr}")
         self.assertTrue(os.path.exists(os.path.join(venv, "bin", "python")))
+        self.assertEqual(os.listdir(scratch), [], "the install left files in the temp dir")
 
 
 if __name__ == "__main__":
