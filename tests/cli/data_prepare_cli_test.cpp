@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/program.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temp_dir.h"
 
 namespace ROTA_TEST_FILE_NS {

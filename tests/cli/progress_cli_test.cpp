@@ -7,6 +7,7 @@
 
 #include "framework/base/file_io.h"
 #include "tests/support/program.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temp_dir.h"
 
 namespace rota {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "data/corpus/data_options.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temp_dir.h"
 
 namespace rota::data::testing {

@@ -40,6 +40,7 @@
 #include "tests/framework/io/io_test_util.h"
 #include "tests/support/program.h"
 #include "tests/support/run_metrics.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temp_dir.h"
 
 namespace rota::experiments {

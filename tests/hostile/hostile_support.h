@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/program.h"
+#include "tests/support/source_tree.h"
 
 namespace rota::hostile {
 

@@ -14,6 +14,7 @@
 
 #include "tests/hostile/child_process.h"
 #include "tests/support/program.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temp_dir.h"
 
 namespace rota {

@@ -12,6 +12,7 @@
 #include "framework/base/file_io.h"
 #include "tests/hostile/child_process.h"
 #include "tests/support/program.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temp_dir.h"
 
 namespace rota {

@@ -11,6 +11,7 @@
 
 #include "recipes/ablation.h"
 #include "recipes/loader.h"
+#include "tests/support/source_tree.h"
 
 namespace rota::recipes {
 namespace ROTA_TEST_FILE_NS {

@@ -6,6 +6,7 @@
 #include "recipes/loader.h"
 #include "recipes/recipe.pb.h"
 #include "recipes/schema_reference.h"
+#include "tests/support/source_tree.h"
 
 namespace rota::recipes {
 namespace ROTA_TEST_FILE_NS {

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/source_tree.h"
+
 namespace rota::testing {
 
 namespace {

@@ -24,6 +24,7 @@
 #include "framework/autograd/precision.h"
 #include "recipes/recipe_error.h"
 #include "tests/support/program.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {

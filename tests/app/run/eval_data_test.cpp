@@ -13,6 +13,7 @@
 #include "data/corpus/corpus.h"
 #include "recipes/loader.h"
 #include "recipes/recipe_error.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {

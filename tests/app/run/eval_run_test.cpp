@@ -19,6 +19,7 @@
 #include "framework/autograd/grad_mode.h"
 #include "recipes/loader.h"
 #include "recipes/recipe_error.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {

@@ -22,6 +22,7 @@
 #include "framework/autograd/grad_mode.h"
 #include "framework/base/file_io.h"
 #include "recipes/recipe_error.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {

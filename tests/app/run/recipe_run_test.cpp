@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/source_tree.h"
+
 namespace rota::app {
 namespace ROTA_TEST_FILE_NS {
 

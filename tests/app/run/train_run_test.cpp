@@ -23,6 +23,7 @@
 #include "recipes/recipe_error.h"
 #include "tests/framework/io/io_test_util.h"
 #include "tests/support/run_metrics.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temp_dir.h"
 
 namespace rota::app {

@@ -12,6 +12,7 @@
 #include "data/tokenizer/tokenizer_factory.h"
 #include "recipes/loader.h"
 #include "tests/support/expect_recipe_error.h"
+#include "tests/support/source_tree.h"
 
 namespace rota::app {
 namespace ROTA_TEST_FILE_NS {

@@ -9,6 +9,7 @@
 #include "models/language_models.h"
 #include "recipes/ablation.h"
 #include "recipes/loader.h"
+#include "tests/support/source_tree.h"
 
 namespace rota::models {
 namespace ROTA_TEST_FILE_NS {

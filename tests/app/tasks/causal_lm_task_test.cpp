@@ -17,6 +17,7 @@
 #include "recipes/recipe_error.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/expect_recipe_error.h"
+#include "tests/support/source_tree.h"
 
 namespace rota::app {
 namespace ROTA_TEST_FILE_NS {

@@ -11,6 +11,7 @@
 #include "data/tokenizer/open_tokenizer.h"
 #include "data/tokenizer/tokenizer_factory.h"
 #include "tests/data/test_files.h"
+#include "tests/support/source_tree.h"
 
 namespace rota::data {
 namespace ROTA_TEST_FILE_NS {

@@ -7,6 +7,7 @@
 #include "data/tokenizer/sentencepiece_tokenizer.h"
 #include "framework/base/file_io.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/source_tree.h"
 
 namespace rota::data {
 namespace ROTA_TEST_FILE_NS {

@@ -17,6 +17,7 @@
 #include "experiments/run_plan.h"
 #include "framework/base/error.h"
 #include "recipes/ablation.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temp_dir.h"
 
 namespace rota::experiments {

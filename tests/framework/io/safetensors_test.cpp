@@ -13,6 +13,7 @@
 #include "framework/tensor/random.h"
 #include "tests/framework/io/io_test_util.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/source_tree.h"
 
 namespace rota::io {
 namespace ROTA_TEST_FILE_NS {

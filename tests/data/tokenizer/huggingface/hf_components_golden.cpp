@@ -7,6 +7,7 @@
 #include "data/tokenizer/huggingface/hf_normalizer.h"
 #include "data/tokenizer/huggingface/hf_pre_tokenizer.h"
 #include "framework/base/file_io.h"
+#include "tests/support/source_tree.h"
 
 namespace rota::data::hf {
 namespace ROTA_TEST_FILE_NS {

@@ -15,6 +15,7 @@
 #include "framework/base/file_io.h"
 #include "tests/data/test_files.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/source_tree.h"
 
 namespace rota::data {
 namespace ROTA_TEST_FILE_NS {

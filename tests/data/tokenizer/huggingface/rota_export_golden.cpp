@@ -16,6 +16,7 @@
 #include "data/util/sha256.h"
 #include "framework/base/file_io.h"
 #include "tests/data/test_files.h"
+#include "tests/support/source_tree.h"
 
 namespace rota::data {
 namespace ROTA_TEST_FILE_NS {

@@ -23,6 +23,7 @@
 #include "framework/io/safetensors.h"
 #include "tests/framework/distributed/launch/child_process.h"
 #include "tests/support/run_metrics.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temp_dir.h"
 
 namespace rota {

@@ -14,6 +14,7 @@
 #include "recipes/loader.h"
 #include "recipes/recipe_error.h"
 #include "tests/framework/distributed/mpi/mpi_world.h"
+#include "tests/support/source_tree.h"
 
 namespace rota::app {
 namespace ROTA_TEST_FILE_NS {
