@@ -5,6 +5,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
+FUZZ_JOBS  ?= 1
 JOBS       ?= $(shell nproc)
 # What `make train` needs: the compiler, the build tools and the libraries the `rota` binary
 # links. ccache makes every later build of the same sources (another build directory, another
@@ -72,25 +73,27 @@ TEST_ENV := OMP_WAIT_POLICY=passive
 test: build
 	cd $(BUILD) && $(TEST_ENV) $(TIMED) "release: tests" ctest --output-on-failure -j $(JOBS)
 
-# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer (Debug, no benchmarks),
-# built without MPI: Open MPI's own allocations would show up as leaks, and CI thereby also
-# checks that a build without MPI trains as one process. ASAN_SKIP: the longest runs of code
-# that shorter tests already take through the sanitizers (whole-corpus tokenizer goldens,
-# long-sequence stability, memory measurements, full-split evaluations and central
-# differences over whole windows); at -O0 under ASan they are a third of the suite's time on a
-# 2-core machine. Also the AVX2-capped rerun of the backend tests: on a CPU without AVX-512 it
-# repeats the main run exactly, and elsewhere it is the same kernel source built for AVX2 (the
-# portable rerun stays). They run in `make test`. Debug info is line tables only (-g1): what a
-# sanitizer report's file:line needs, ~11 % less compile time than full -g.
-ASAN_SKIP := HuggingFaceGolden\.WholeCorpora|EvalStride\.SlidingWindowsScoreTheSameTokens|EvalData\.AFileHoldingASplitScoresExactlyAsThatSplit|SegmentedLoss\.MemoryFollowsTheSegmentNotTheSequence|ContinuedLoss\.GradientsStopAtTheWindowsStart|LongSequenceFloatStability|GatedFloatStability\.LongSequence|^backend_dispatch_avx2$$
+# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer (no benchmarks), built
+# without MPI: Open MPI's own allocations would show up as leaks, and CI thereby also checks that
+# a build without MPI trains as one process. -O1 (ASan's advice) with line tables (-g1, what a
+# report's file:line needs): at -O0 the kernels under test ran many times slower. Each test
+# executable runs as a few gtest shards, not one process per case (ROTA_TEST_PROCESS=SHARDS in
+# tests/CMakeLists.txt). ASAN_SKIP (gtest patterns): the longest runs of code that shorter tests
+# already take through the sanitizers (whole-corpus tokenizer goldens, long-sequence stability,
+# memory measurements, full-split evaluations and central differences over whole windows); and
+# the AVX2-capped rerun of the backend tests (on a CPU without AVX-512 it repeats the main run
+# exactly, elsewhere it is the same kernel source built for AVX2; the portable rerun stays). They
+# all run in `make test`. docs/testing.md "What the sanitized run covers" gives the reasons.
+ASAN_SKIP := *HuggingFaceGolden.WholeCorpora*:*EvalStride.SlidingWindowsScoreTheSameTokens*:*EvalData.AFileHoldingASplitScoresExactlyAsThatSplit*:*SegmentedLoss.MemoryFollowsTheSegmentNotTheSequence*:*ContinuedLoss.GradientsStopAtTheWindowsStart*:*LongSequenceFloatStability*:*GatedFloatStability.LongSequence*
+ASAN_SKIP_CTEST := ^backend_dispatch_avx2$$
 
 test-asan: deps
 	@$(TIMED) "asan: configure" cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DROTA_SANITIZE=address,undefined -DROTA_BUILD_TESTS=ON \
-	  -DROTA_BUILD_BENCH=OFF -DROTA_WITH_MPI=OFF > /dev/null
+	  -DROTA_BUILD_BENCH=OFF -DROTA_WITH_MPI=OFF -DROTA_TEST_PROCESS=SHARDS > /dev/null
 	$(TIMED) "asan: build" cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && $(TEST_ENV) ASAN_OPTIONS=detect_leaks=1 $(TIMED) "asan: tests" ctest --output-on-failure -j $(JOBS) -LE slow \
-	  -E '$(ASAN_SKIP)'
+	cd $(ASAN_BUILD) && $(TEST_ENV) ASAN_OPTIONS=detect_leaks=1 GTEST_FILTER='-$(ASAN_SKIP)' \
+	  $(TIMED) "asan: tests" ctest --output-on-failure -j $(JOBS) -LE slow -E '$(ASAN_SKIP_CTEST)'
 
 # libFuzzer targets (fuzz/, docs/testing.md "Fuzzing"), built with clang, ASan and UBSan, each
 # run for FUZZ_SECONDS from its seed corpus; fails on any crash, leak, timeout or OOM.
@@ -100,7 +103,7 @@ fuzz:
 	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DROTA_FUZZ=ON \
 	  -DROTA_BUILD_TESTS=OFF -DROTA_BUILD_BENCH=OFF -DROTA_BUILD_PYTHON=OFF -DROTA_WITH_MPI=OFF > /dev/null
 	$(TIMED) "fuzz: build" cmake --build $(FUZZ_BUILD) --target rota_fuzzers -j $(JOBS)
-	$(TIMED) "fuzz: run" fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	FUZZ_JOBS=$(FUZZ_JOBS) $(TIMED) "fuzz: run" fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 bench: build
 	@for b in $(BUILD)/bench/*_bench; do echo "== $$b"; OMP_NUM_THREADS=$(JOBS) $$b; done
