@@ -737,7 +737,10 @@ def makefile_equivalent(target):
     """The command a Makefile target runs, as a doc would write it (build/rota ...)."""
     with open(os.path.join(REPO, "Makefile"), encoding="utf-8") as f:
         makefile = f.read()
-    recipe = re.search(rf"^{target}:.*\n\t(.*)$", makefile, re.M).group(1)
+    lines = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", makefile, re.M).group(1).splitlines()
+    # The target's own command is the line that runs the binary; the lines before it configure
+    # and build (timed phases), which a doc does not spell out.
+    recipe = next((line for line in lines if "$(BUILD)/rota " in line), lines[-1]).strip()
     recipe = recipe.replace("./$(BUILD)/", "build/").replace("$(TRAIN_ARGS)", "")
     return normalise(recipe)
 
