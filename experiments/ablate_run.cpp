@@ -5,6 +5,7 @@
 
 #include "app/run/exit_codes.h"
 #include "experiments/ablation_runner.h"
+#include "experiments/run_plan.h"
 #include "experiments/subprocess.h"
 #include "framework/io/log.h"
 #include "recipes/overrides.h"
@@ -22,6 +23,11 @@ std::string ablate_command_line(const AblateRequest& args) {
     argv.insert(argv.end(), {"--eval-batches", std::to_string(args.eval_batches)});
   }
   if (!args.from_csv.empty()) argv.insert(argv.end(), {"--from-csv", args.from_csv});
+  if (!args.shard.empty()) argv.insert(argv.end(), {"--shard", args.shard});
+  for (const std::string& records : args.records) {
+    argv.insert(argv.end(), {"--records", records});
+  }
+  if (args.start_over) argv.push_back("--start-over");
   for (const std::string& override_text : args.overrides) {
     if (!override_text.empty() && override_text.front() == recipes::kUnsetMark) {
       argv.insert(argv.end(), {"--unset", override_text.substr(1)});
@@ -46,11 +52,18 @@ int run_ablate(const AblateRequest& args) {
   options.command = ablate_command_line(args);
   options.from_csv = args.from_csv;
   options.overrides = args.overrides;
+  if (!args.shard.empty()) options.shard = parse_shard(args.shard);
+  options.records.assign(args.records.begin(), args.records.end());
+  options.start_over = args.start_over;
   const AblationOutcome outcome = run_ablation(options);
   const std::filesystem::path report = outcome.out / "results.md";
-  std::printf("ablation: %d of %zu runs finished, %d failed, %d unfinished; results=%s\n",
+  const std::string elsewhere =
+      outcome.other_shards > 0
+          ? ", " + std::to_string(outcome.other_shards) + " left to other shards"
+          : "";
+  std::printf("ablation: %d of %zu runs finished, %d failed, %d unfinished%s; results=%s\n",
               outcome.finished, outcome.results.size(), outcome.failed, outcome.unfinished,
-              report.c_str());
+              elsewhere.c_str(), report.c_str());
   if (outcome.stopped) {
     std::printf("stopped; rerun the same command to continue: %s\n", options.command.c_str());
   }

@@ -18,10 +18,14 @@ struct AblateRequest {
   /// Rebuild the reports from this results.csv instead of running (see AblationRunOptions).
   std::string from_csv;
   std::vector<std::string> overrides;  // --set / --unset applied to every run
+  std::string shard;                   // "K/N": run only that share; empty: every run
+  std::vector<std::string> records;    // --records: record files or directories of them
+  bool start_over = false;             // --start-over: discard OUT's runs of another recipe
 };
 
 /// Runs the ablation (run_ablation) and prints how many runs finished, failed or are
-/// unfinished, and where results.md is. Exit code 0 when every run finished, else 1.
+/// unfinished or left to other shards, and where results.md is. Exit code 0 when every run
+/// of the shard (of the plan without --shard) finished, else 1.
 int run_ablate(const AblateRequest& request);
 
 }  // namespace rota::experiments

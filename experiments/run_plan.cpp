@@ -1,6 +1,11 @@
 // The runs of an ablation and their `rota train` commands (see run_plan.h).
 #include "experiments/run_plan.h"
 
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "framework/base/error.h"
 #include "recipes/loader.h"
 
 namespace fs = std::filesystem;
@@ -25,6 +30,28 @@ StagePlan make_stage(int index, const fs::path& recipe_file, std::vector<std::st
 }
 
 }  // namespace
+
+Shard parse_shard(const std::string& text) {
+  const auto bad = [&text] {
+    return Error(
+        fmt::format("--shard '{}': expected K/N with 1 <= K <= N <= 10000 (e.g. 2/4: "
+                    "the second of four shards)",
+                    text));
+  };
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos) throw bad();
+  Shard shard;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  const auto k = std::from_chars(begin, begin + slash, shard.index);
+  const auto n = std::from_chars(begin + slash + 1, end, shard.count);
+  if (k.ec != std::errc() || k.ptr != begin + slash || n.ec != std::errc() || n.ptr != end ||
+      slash == 0 || shard.count < 1 || shard.count > 10000 || shard.index < 1 ||
+      shard.index > shard.count) {
+    throw bad();
+  }
+  return shard;
+}
 
 fs::path default_ablation_out(const recipes::AblationPlan& plan) {
   return fs::path("runs") / "ablations" / plan.ablation.name();

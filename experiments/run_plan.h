@@ -30,6 +30,20 @@ struct PlannedRun {
   std::vector<StagePlan> stages;  // one, or two with a follow-up
 };
 
+/// A share of an ablation's runs (`rota ablate --shard K/N`): run i of the plan (file order,
+/// from 0) belongs to shard (i mod N) + 1, so the same K/N always picks the same runs and the
+/// shards interleave variants and seeds (each holds a similar mix of run lengths).
+struct Shard {
+  int index = 1;  // K, 1-based
+  int count = 1;  // N
+  bool holds(size_t run) const { return static_cast<int>(run % count) == index - 1; }
+  int of(size_t run) const { return static_cast<int>(run % count) + 1; }
+  bool whole() const { return count == 1; }
+};
+
+/// Parses "K/N" (1 <= K <= N <= 10000); throws rota::Error saying what is expected.
+Shard parse_shard(const std::string& text);
+
 /// The default output directory: runs/ablations/<ablation name>.
 std::filesystem::path default_ablation_out(const recipes::AblationPlan& plan);
 

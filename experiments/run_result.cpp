@@ -110,6 +110,8 @@ std::string status_name(RunResult::Status status) {
       return "interrupted";
     case RunResult::Status::kNotRun:
       return "not run";
+    case RunResult::Status::kOtherShard:
+      return "other shard";
   }
   return "unknown";
 }

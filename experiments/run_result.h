@@ -57,14 +57,18 @@ struct RunResult {
   std::string variant;
   uint64_t seed = 0;
   std::vector<std::string> overrides;  // the variant's own overrides
-  enum class Status { kOk, kFailed, kInterrupted, kNotRun } status = Status::kNotRun;
+  /// kOtherShard: not this shard's run (`rota ablate --shard K/N`) and no record of it yet.
+  enum class Status { kOk, kFailed, kInterrupted, kNotRun, kOtherShard } status = Status::kNotRun;
   std::string error;         // failed: what happened, with the log to read
   bool reused = false;       // read back from an earlier rota ablate
   int64_t eval_batches = 0;  // the --eval-batches the evaluations used
   std::vector<StageResult> stages;
+  // Provenance (kept in the run's record, not in result.json):
+  std::string cpu;                    // the CPU model that ran it; empty: not recorded
+  std::filesystem::path record_file;  // read from this record rather than from OUT/runs
 };
 
-/// "ok", "failed", "interrupted", "not run".
+/// "ok", "failed", "interrupted", "not run", "other shard".
 std::string status_name(RunResult::Status status);
 
 /// result.json text of a finished run (ordered keys, indented).

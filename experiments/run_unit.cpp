@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "app/setup/context_length.h"
+#include "experiments/host_facts.h"
+#include "experiments/run_record.h"
 #include "experiments/stage_facts.h"
 #include "experiments/subprocess.h"
 #include "framework/base/file_io.h"
@@ -62,19 +64,13 @@ void write_progress(const fs::path& file, const Progress& progress) {
   write_file_atomically(file, j.dump(2) + "\n");
 }
 
-/// The first line where two texts differ, for the changed-recipe message.
-std::string first_difference(const std::string& recorded, const std::string& planned) {
-  std::istringstream a(recorded), b(planned);
-  std::string la, lb;
-  for (int line = 1;; ++line) {
-    const bool more_a = static_cast<bool>(std::getline(a, la));
-    const bool more_b = static_cast<bool>(std::getline(b, lb));
-    if (!more_a && !more_b) return "";
-    if (!more_a) la = "(end)";
-    if (!more_b) lb = "(end)";
-    if (la != lb)
-      return fmt::format("line {}: the run has `{}`, the ablation now `{}`", line, la, lb);
+/// The fields in which a run's recorded recipe differs from the planned one, for messages.
+std::string recipe_change(const std::string& recorded, const std::string& planned) {
+  std::string text;
+  for (const std::string& field : recipe_differences(recorded, planned)) {
+    text += (text.empty() ? "" : "; ") + field;
   }
+  return text.empty() ? "the texts differ" : text;
 }
 
 /// "key=value key=value" -> map (values that are not numbers are skipped).
@@ -179,7 +175,7 @@ class UnitRunner {
       throw RunFailure(fmt::format(
           "{} was trained with a different recipe ({}); the ablation or its base recipe "
           "changed since. Delete that directory to retrain this run, or use another --out",
-          stage.run_dir.string(), first_difference(recorded, stage.recipe_text)));
+          stage.run_dir.string(), recipe_change(recorded, stage.recipe_text)));
     }
   }
 
@@ -356,6 +352,16 @@ class UnitRunner {
   Progress progress_;
 };
 
+/// Writes the record of a finished run under settings.records_out.
+void write_record(const PlannedRun& run, const RunResult& result, const UnitSettings& settings,
+                  const std::string& cpu) {
+  const RunRecord record = make_record(run, result, settings.context_multipliers,
+                                       settings.rota_version, cpu, utc_time_text());
+  const fs::path file = record_path(settings.records_out, run.variant, run.seed);
+  fs::create_directories(file.parent_path());
+  write_file_atomically(file, record_to_json(record));
+}
+
 /// The multipliers of a stored result's first stage.
 std::vector<int> stored_multipliers(const RunResult& result) {
   std::vector<int> multipliers;
@@ -399,18 +405,26 @@ RunResult run_unit(const PlannedRun& run, const std::vector<std::string>& varian
                 "delete {} to redo this run, or use another --out",
                 stage.run_dir.string(),
                 fs::exists(recorded_file)
-                    ? first_difference(read_file(recorded_file), stage.recipe_text)
+                    ? recipe_change(read_file(recorded_file), stage.recipe_text)
                     : "its recipe.txtpb is missing",
                 run.dir.string()));
           }
         }
         stored->overrides = variant_overrides;
+        const fs::path record = record_path(settings.records_out, run.variant, run.seed);
+        if (!settings.records_out.empty() && !fs::exists(record)) {
+          write_record(run, *stored, settings, /*cpu=*/"");
+        } else if (fs::exists(record) && looks_like_record(read_file(record))) {
+          stored->cpu = record_from_json(read_file(record), record).cpu;
+        }
         return *stored;
       }
       // Evaluated differently (or unreadable): redo what is missing from progress.json.
       fs::remove(result_file);
     }
     UnitRunner(run, settings, result).run();
+    result.cpu = settings.cpu;
+    if (!settings.records_out.empty()) write_record(run, result, settings, settings.cpu);
   } catch (const RunStopped& stopped) {
     result.status = RunResult::Status::kInterrupted;
     result.error = stopped.what();

@@ -20,6 +20,10 @@ struct UnitSettings {
   int64_t eval_batches = 0;                              // --batches of every evaluation
   std::vector<int> context_multipliers;                  // extrapolation of the first stage
   int (*stop_signal)() = nullptr;  // non-zero: stop (forwarded to the running child)
+  /// A finished run's record goes to record_path(records_out, variant, seed); empty: none.
+  std::filesystem::path records_out;
+  std::string rota_version;  // for the record: the children's `--version`
+  std::string cpu;           // for the record: this machine's CPU model
 };
 
 /// Files of a run directory.
@@ -38,7 +42,9 @@ inline constexpr char kConsoleLog[] = "console.log";      // stdout + stderr of 
 /// evaluation uses checkpoints/best on evaluation_split(); the first stage is also evaluated
 /// at every multiplier × its sequence length via `rota eval --context` ("n/a" where the
 /// encoding cannot run at that length). A failing child fails this run only; the returned
-/// result says why and where the log is. Never throws for a run's own failure.
+/// result says why and where the log is. Never throws for a run's own failure. A finished run
+/// (trained now, or read back from result.json) also leaves its record (run_record.h) when
+/// settings.records_out is set; one read back from an older Rota's result.json has no CPU.
 RunResult run_unit(const PlannedRun& run, const std::vector<std::string>& variant_overrides,
                    const UnitSettings& settings);
 

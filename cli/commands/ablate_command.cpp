@@ -1,4 +1,5 @@
-// `rota ablate ABLATION [--out DIR] [--jobs N] [--eval-batches N] [--from-csv FILE]`.
+// `rota ablate ABLATION [--out DIR] [--jobs N] [--eval-batches N] [--from-csv FILE]
+// [--shard K/N] [--records PATH]... [--start-over]`.
 #include <memory>
 
 #include "cli/commands/command_checks.h"
@@ -20,10 +21,26 @@ Command add_ablate_command(CLI::App& app) {
   cmd->add_option("--eval-batches", request->eval_batches,
                   "Evaluate only this many batches per split (0: whole splits; a quick look)")
       ->check(non_negative_number());
-  cmd->add_option("--from-csv", request->from_csv,
-                  "Run nothing: rebuild results.md, results.csv and the plots in the output "
-                  "directory from this results.csv (e.g. a committed report)")
-      ->check(CLI::ExistingFile);
+  CLI::Option* from_csv =
+      cmd->add_option("--from-csv", request->from_csv,
+                      "Run nothing: rebuild results.md, results.csv and the plots in the output "
+                      "directory from this results.csv (e.g. a committed report)")
+          ->check(CLI::ExistingFile);
+  CLI::Option* shard =
+      cmd->add_option("--shard", request->shard,
+                      "Run only share K of N of the plan (run i goes to shard i mod N + 1); the "
+                      "others come from records or are left");
+  CLI::Option* records =
+      cmd->add_option("--records", request->records,
+                      "Record files, or directories of them (e.g. another OUT/records), of runs "
+                      "made elsewhere: a planned run they answer is not run again (repeatable)")
+          ->check(CLI::ExistingPath);
+  CLI::Option* start_over =
+      cmd->add_flag("--start-over", request->start_over,
+                    "Delete the output directory's runs and records made with another recipe "
+                    "than the plan's instead of refusing to start");
+  // --from-csv runs nothing: the options that choose what to run mean nothing with it.
+  from_csv->excludes(shard)->excludes(records)->excludes(start_over);
   add_override_options(*cmd, request->overrides, "every run's recipe (after the ablation's)");
   return {cmd, [request] { return experiments::run_ablate(*request); }};
 }

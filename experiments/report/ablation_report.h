@@ -31,6 +31,7 @@ struct AblationReport {
   std::string png_note;      // how PNG copies were made, or why not
   std::string generated_at;  // UTC time of the report
   std::string source_note;   // where the results came from when not from the runs (--from-csv)
+  std::string shard_note;    // which runs this shard holds (--shard K/N); empty: the whole plan
 };
 
 /// The finished (status ok) results of one variant, in seed order.

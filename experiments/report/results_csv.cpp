@@ -55,6 +55,7 @@ std::string results_csv(const AblationReport& report) {
       }
     }
   }
+  table.header.push_back("cpu");
   table.header.push_back("error");
 
   for (size_t i = 0; i < report.runs.size(); ++i) {
@@ -91,6 +92,7 @@ std::string results_csv(const AblationReport& report) {
         }
       }
     }
+    row.push_back(result.cpu);
     row.push_back(result.error);
     table.rows.push_back(std::move(row));
   }
@@ -124,8 +126,9 @@ struct CsvRow {
 };
 
 RunResult::Status status_from_name(const std::string& name, size_t row) {
-  for (const auto status : {RunResult::Status::kOk, RunResult::Status::kFailed,
-                            RunResult::Status::kInterrupted, RunResult::Status::kNotRun}) {
+  for (const auto status :
+       {RunResult::Status::kOk, RunResult::Status::kFailed, RunResult::Status::kInterrupted,
+        RunResult::Status::kNotRun, RunResult::Status::kOtherShard}) {
     if (status_name(status) == name) return status;
   }
   throw Error(fmt::format("results.csv row {}: unknown status '{}'", row, name));
@@ -177,6 +180,8 @@ std::vector<RunResult> results_from_csv(const std::string& text,
     const CsvRow row{&columns, &table.rows[found->second], found->second + 1};
     result.status = status_from_name(row.text("status"), row.index);
     result.error = row.text("error");
+    // Reports of a Rota before records have no cpu column.
+    if (row.has("cpu")) result.cpu = row.text("cpu");
     const std::string& overrides = row.text("overrides");
     for (size_t start = 0; !overrides.empty() && start <= overrides.size();) {
       const size_t end = std::min(overrides.find("; ", start), overrides.size());

@@ -90,6 +90,7 @@ void add_how_it_was_run(const AblationReport& report, std::string& md) {
       "- Per-run numbers: [results.csv](results.csv); run directories: "
       "`runs/<variant>/seed<S>/` (logs in `console.log`, `train.log`, `metrics.jsonl`)\n";
   if (!report.source_note.empty()) md += "- This report was rebuilt: " + report.source_note + "\n";
+  if (!report.shard_note.empty()) md += "- This report is " + report.shard_note + "\n";
   md += "\n";
 }
 
@@ -448,12 +449,63 @@ void add_plots(const AblationReport& report, std::string& md) {
   if (!report.png_note.empty()) md += report.png_note + "\n\n";
 }
 
+/// Which CPU (and Rota) made each finished run, and which came from records.
+void add_provenance(const AblationReport& report, std::string& md) {
+  std::map<std::string, std::vector<std::string>> runs_by_cpu;
+  std::set<std::string> versions;
+  size_t from_records = 0, finished = 0;
+  for (const RunResult& r : report.results) {
+    if (r.status != RunResult::Status::kOk) continue;
+    ++finished;
+    runs_by_cpu[r.cpu].push_back(fmt::format("{} seed {}", r.variant, r.seed));
+    from_records += r.reused;
+  }
+  if (finished == 0) return;
+  md += "## Where the runs were made\n\n";
+  const auto cpu_name = [](const std::string& cpu) {
+    return cpu.empty() ? std::string("CPU not recorded (runs made before run records)") : code(cpu);
+  };
+  if (runs_by_cpu.size() == 1 && runs_by_cpu.begin()->first.empty()) {
+    md += fmt::format(
+        "The CPU that ran these {} runs was not recorded (they were made before run records).\n",
+        finished);
+  } else if (runs_by_cpu.size() == 1) {
+    md += fmt::format("All {} finished runs ran on {}.\n", finished,
+                      cpu_name(runs_by_cpu.begin()->first));
+  } else {
+    for (const auto& [cpu, names] : runs_by_cpu) {
+      std::string listed;
+      for (const std::string& name : names) listed += (listed.empty() ? "" : ", ") + name;
+      md += fmt::format("- {}: {} run(s): {}\n", cpu_name(cpu), names.size(), listed);
+    }
+    md +=
+        "\nRuns on different CPUs differ in their last digits (the kernels sum in another "
+        "order); seeds compare across them as usual.\n";
+  }
+  if (from_records > 0) {
+    md += fmt::format(
+        "\n{} of them were read from run records (`records/<variant>/seed<S>.json`: results, "
+        "curves, the recipe and the CPU of each run) rather than run by this `rota ablate`.\n",
+        from_records);
+  }
+  md += "\n";
+}
+
 void add_problems(const AblationReport& report, std::string& md) {
   std::string lines;
+  std::string elsewhere;
   for (const RunResult& r : report.results) {
     if (r.status == RunResult::Status::kOk) continue;
+    if (r.status == RunResult::Status::kOtherShard) {
+      elsewhere += fmt::format("- {} seed {}: {}\n", r.variant, r.seed, r.error);
+      continue;
+    }
     lines += fmt::format("- {} seed {}: {}{}\n", r.variant, r.seed, status_name(r.status),
                          r.error.empty() ? "" : ": " + r.error);
+  }
+  if (!elsewhere.empty()) {
+    md +=
+        "## Runs of other shards\n\nNot run here and no record of them yet:\n\n" + elsewhere + "\n";
   }
   if (lines.empty()) return;
   md +=
@@ -482,6 +534,7 @@ std::string results_markdown(const AblationReport& report) {
     add_extrapolation(report, md);
   }
   add_plots(report, md);
+  add_provenance(report, md);
   add_problems(report, md);
   return md;
 }

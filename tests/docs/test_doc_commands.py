@@ -270,6 +270,19 @@ RUNS = {
         "build/rota ablate recipes/ablations/p_matrix.txtpb --jobs 2": Run(
             expect=(r"36 of 36 runs finished, 0 failed",),
             files=("runs/ablations/p-matrix/results.md",)),
+        # Two shards "on two machines", then the merge over their records, which trains nothing
+        # and reports every run (cut down like the shards, so the records answer its plan).
+        "build/rota ablate recipes/ablations/init_schemes_300_steps.txtpb --shard 1/2 --out "
+        "runs/init-a": Run(expect=(r"5 of 9 runs finished, 0 failed, 0 unfinished, 4 left to other shards;",),
+                          files=("runs/init-a/records/normal/seed1.json",)),
+        "build/rota ablate recipes/ablations/init_schemes_300_steps.txtpb --shard 2/2 --out "
+        "runs/init-b": Run(expect=(r"4 of 9 runs finished, 0 failed, 0 unfinished, 5 left to other shards;",),
+                          files=("runs/init-b/records/normal/seed2.json",)),
+        "build/rota ablate recipes/ablations/init_schemes_300_steps.txtpb --records "
+        "runs/init-a/records --records runs/init-b/records --out runs/init": Run(
+            expect=(r"9 of 9 runs finished, 0 failed, 0 unfinished;",),
+            after=("test ! -e runs/init/runs", "grep -q '9 of them were read from run records' "
+                   "runs/init/results.md")),
         # Four blocks, so that the hybrid's every-fourth block exists.
         "build/rota ablate recipes/ablations/decay_gating.txtpb --jobs 2": Run(
             cut_down=(("model.layers", "4"),),
@@ -596,7 +609,11 @@ def help_usage(help_text):
         if section == "Options":
             name = words[0].split(",")[-1]
             if name != "--help":
-                options[name] = (len(words) > 1 and words[1] != "REQUIRED", "REQUIRED" in words)
+                # A value's type is an upper-case word (TEXT, INT:POSITIVE, TEXT:FILE ...);
+                # "Excludes:" and "Needs:" name other options, which a flag may have too.
+                takes_value = (len(words) > 1 and words[1] != "REQUIRED"
+                               and re.match(r"[A-Z][A-Z0-9_]*(?::|$)", words[1]) is not None)
+                options[name] = (takes_value, "REQUIRED" in words)
         elif section == "Positionals":
             positionals.append("REQUIRED" in words)
     return Usage(options, positionals)

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -28,12 +29,15 @@
 #include "app/setup/context_length.h"
 #include "experiments/ablate_run.h"
 #include "experiments/ablation_runner.h"
+#include "experiments/host_facts.h"
 #include "experiments/report/summary_stats.h"
 #include "experiments/report/svg_chart.h"
 #include "experiments/report/text_table.h"
 #include "experiments/run_plan.h"
+#include "experiments/run_record.h"
 #include "experiments/run_result.h"
 #include "experiments/subprocess.h"
+#include "framework/base/error.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
 #include "recipes/ablation.h"
@@ -67,7 +71,9 @@ std::string rota_binary() {
 }
 
 /// Runs `rota ablate` in-process (its children are the built rota); returns the exit code.
-int ablate(const fs::path& ablation, const fs::path& out, int jobs = 1, int64_t eval_batches = 4) {
+/// `more` sets further options of the request (--shard, --records, ...).
+int ablate(const fs::path& ablation, const fs::path& out, int jobs = 1, int64_t eval_batches = 4,
+           const std::function<void(AblateRequest&)>& more = {}) {
   EXPECT_TRUE(fs::exists(rota_binary()))
       << rota_binary() << " is missing: build the `rota` target (or set ROTA_BINARY)";
   AblateRequest args;
@@ -76,10 +82,16 @@ int ablate(const fs::path& ablation, const fs::path& out, int jobs = 1, int64_t 
   args.jobs = jobs;
   args.eval_batches = eval_batches;
   args.rota_binary = rota_binary();
+  if (more) more(args);
   ::testing::internal::CaptureStdout();
-  const int code = run_ablate(args);
-  ::testing::internal::GetCapturedStdout();
-  return code;
+  try {
+    const int code = run_ablate(args);
+    ::testing::internal::GetCapturedStdout();
+    return code;
+  } catch (...) {
+    ::testing::internal::GetCapturedStdout();  // one capture at a time: release it first
+    throw;
+  }
 }
 
 /// RFC 4180 CSV: rows of fields (quoted fields may hold commas, quotes and line breaks).
@@ -409,10 +421,13 @@ TEST(Ablate, ARerunKeepsFinishedRunsAndCompletesTheRest) {
   const auto unmarked_checkpoints = file_stamps(unmarked / "checkpoints");
   const std::string final_weights = read_bytes(*io::find_latest(half) / io::kModelFile);
 
+  // Their records go too (a record alone would answer the run: see RecordsAlone… below).
   fs::remove(unmarked / "result.json");
   fs::remove(unmarked / "progress.json");
+  fs::remove(record_path(out, "nope", 2));
   // A half-finished run: what rota ablate's child does, stopped after step 3.
   fs::remove_all(half);
+  fs::remove(record_path(out, "lrpe", 1));
   const recipes::AblationPlan plan = recipes::load_ablation(ablation);
   const auto planned = plan_runs(plan, out);
   const auto it = std::find_if(planned.begin(), planned.end(), [](const PlannedRun& r) {
@@ -564,10 +579,172 @@ TEST(Ablate, CtrlCStopsTheRunningChildWithACheckpointAndStartsNoOtherRun) {
   EXPECT_NE(read_bytes(out / "results.md").find("a seed 1: interrupted"), std::string::npos);
 }
 
+/// The columns of results.csv that are a run's results (not its timings or provenance).
+std::vector<std::string> result_columns(const std::map<std::string, std::string>& row) {
+  std::vector<std::string> columns;
+  for (const auto& [column, value] : row) {
+    if (column != "train_time_s" && column != "tokens_per_s" && column != "status") {
+      columns.push_back(column);
+    }
+  }
+  return columns;
+}
+
+/// results.csv rows keyed by "variant seed".
+std::map<std::string, std::map<std::string, std::string>> rows_by_run(const fs::path& csv) {
+  std::map<std::string, std::map<std::string, std::string>> rows;
+  for (const auto& row : read_csv_rows(csv)) rows[row.at("variant") + " " + row.at("seed")] = row;
+  return rows;
+}
+
+TEST(Ablate, ShardsOnTwoMachinesMergeIntoTheReportOfOneRun) {
+  TempDir tmp;
+  const fs::path ablation = source_path(kTinyAblation);
+  const fs::path whole = tmp / "whole", first = tmp / "machine-a", second = tmp / "machine-b";
+  ASSERT_EQ(ablate(ablation, whole), kExitOk);
+  // Each shard runs its own share (2 of the 4 runs), and exits 0: its share finished.
+  ASSERT_EQ(ablate(ablation, first, 1, 4, [](AblateRequest& r) { r.shard = "1/2"; }), kExitOk);
+  ASSERT_EQ(ablate(ablation, second, 1, 4, [](AblateRequest& r) { r.shard = "2/2"; }), kExitOk);
+  const recipes::AblationPlan plan = recipes::load_ablation(ablation);
+  const auto planned = plan_runs(plan, first);
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const fs::path mine = (i % 2 == 0 ? first : second) / "runs" / planned[i].variant /
+                          ("seed" + std::to_string(planned[i].seed));
+    const fs::path theirs = (i % 2 == 0 ? second : first) / "runs" / planned[i].variant /
+                            ("seed" + std::to_string(planned[i].seed));
+    EXPECT_TRUE(io::find_latest(mine).has_value()) << mine;
+    EXPECT_FALSE(fs::exists(theirs)) << theirs;
+  }
+  const auto shard_rows = rows_by_run(first / "results.csv");
+  size_t elsewhere = 0;
+  for (const auto& [run, row] : shard_rows) elsewhere += row.at("status") == "other shard";
+  EXPECT_EQ(elsewhere, 2u);
+  const std::string shard_report = read_bytes(first / "results.md");
+  EXPECT_NE(shard_report.find("shard 1 of 2"), std::string::npos) << shard_report;
+  EXPECT_NE(shard_report.find("## Runs of other shards"), std::string::npos) << shard_report;
+
+  // The merge, on a third machine: the two shards' records, nothing trained.
+  const fs::path merged = tmp / "merged";
+  ASSERT_EQ(ablate(ablation, merged, 1, 4,
+                   [&](AblateRequest& r) {
+                     r.records = {(first / "records").string(), (second / "records").string()};
+                   }),
+            kExitOk);
+  EXPECT_FALSE(fs::exists(merged / "runs")) << "the merge trained something";
+  const auto whole_rows = rows_by_run(whole / "results.csv");
+  const auto merged_rows = rows_by_run(merged / "results.csv");
+  ASSERT_EQ(merged_rows.size(), 4u);
+  for (const auto& [run, row] : whole_rows) {
+    ASSERT_TRUE(merged_rows.contains(run)) << run;
+    EXPECT_EQ(merged_rows.at(run).at("status"), "ok") << run;
+    EXPECT_EQ(row.at("cpu"), cpu_model_name());
+    // Training is deterministic on one machine: the shards' numbers are the whole run's.
+    for (const std::string& column : result_columns(row)) {
+      EXPECT_EQ(merged_rows.at(run).at(column), row.at(column)) << run << " " << column;
+    }
+  }
+  // The merged directory keeps a copy of every record its report was made from, and its report
+  // has the same statistics and extrapolation tables as the whole run's (the results table also
+  // holds training times, which differ between any two runs).
+  for (const PlannedRun& run : planned) {
+    EXPECT_TRUE(fs::exists(record_path(merged, run.variant, run.seed))) << run.variant;
+  }
+  const auto section = [](const std::string& md, const std::string& heading) {
+    const size_t start = md.find(heading);
+    return start == std::string::npos ? std::string()
+                                      : md.substr(start, md.find("\n## ", start + 1) - start);
+  };
+  const std::string whole_md = read_bytes(whole / "results.md");
+  const std::string merged_md = read_bytes(merged / "results.md");
+  for (const char* heading : {"## Against the baseline", "## Length extrapolation"}) {
+    EXPECT_FALSE(section(whole_md, heading).empty()) << heading;
+    EXPECT_EQ(section(merged_md, heading), section(whole_md, heading)) << heading;
+  }
+  EXPECT_NE(merged_md.find("4 of them were read from run records"), std::string::npos) << merged_md;
+  EXPECT_NE(merged_md.find("All 4 finished runs ran on `" + cpu_model_name() + "`"),
+            std::string::npos)
+      << merged_md;
+}
+
+TEST(Ablate, ARerunWithAnotherRecipeIsRefusedBeforeAnythingIsWritten) {
+  TempDir tmp;
+  const fs::path ablation = source_path(kTinyAblation);
+  const fs::path out = tmp / "out";
+  ASSERT_EQ(ablate(ablation, out), kExitOk);
+  // The lock file is rewritten by every rota ablate that takes it; nothing else may change.
+  const auto stamps_without_lock = [&out] {
+    auto stamps = file_stamps(out);
+    stamps.erase(".lock");
+    return stamps;
+  };
+  const auto before = stamps_without_lock();
+  const auto changed = [](AblateRequest& r) { r.overrides = {"train.steps=7"}; };
+  try {
+    ablate(ablation, out, 1, 4, changed);
+    ADD_FAILURE() << "a rerun with another train.steps was not refused";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("4 run(s) made with a different recipe"), std::string::npos) << message;
+    EXPECT_NE(message.find("nope seed 1 (runs/nope/seed1): stage 1 train.steps: 6 -> 7"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("--start-over"), std::string::npos) << message;
+  }
+  // Not one file of the earlier study was touched: report, records, runs.
+  EXPECT_EQ(stamps_without_lock(), before);
+
+  // --start-over discards them and trains the new plan.
+  ASSERT_EQ(ablate(ablation, out, 1, 4,
+                   [&](AblateRequest& r) {
+                     changed(r);
+                     r.start_over = true;
+                   }),
+            kExitOk);
+  for (const auto& row : read_csv_rows(out / "results.csv")) {
+    EXPECT_EQ(row.at("status"), "ok");
+    EXPECT_EQ(number(row, "steps"), 7);
+  }
+}
+
+TEST(Ablate, RecordsAloneRebuildTheStudyWithoutItsRunDirectories) {
+  TempDir tmp;
+  const fs::path ablation = source_path(kTinyAblation);
+  const fs::path out = tmp / "out";
+  ASSERT_EQ(ablate(ablation, out), kExitOk);
+  const auto first = rows_by_run(out / "results.csv");
+  // What is committed: the records only (a few KB each, no checkpoints).
+  fs::remove_all(out / "runs");
+  for (const auto& entry : fs::recursive_directory_iterator(out / "records")) {
+    if (entry.is_regular_file()) {
+      EXPECT_LT(fs::file_size(entry.path()), 64u * 1024) << entry;
+    }
+  }
+  ASSERT_EQ(ablate(ablation, out), kExitOk);
+  EXPECT_FALSE(fs::exists(out / "runs"));
+  const auto again = rows_by_run(out / "results.csv");
+  ASSERT_EQ(again.size(), first.size());
+  for (const auto& [run, row] : first) {
+    for (const std::string& column : result_columns(row)) {
+      EXPECT_EQ(again.at(run).at(column), row.at(column)) << run << " " << column;
+    }
+  }
+  // A damaged record stops the study with its file named, before anything is written.
+  const fs::path damaged = record_path(out, "nope", 1);
+  const std::string text = read_bytes(damaged);
+  std::ofstream(damaged) << text.substr(0, text.size() / 2);
+  try {
+    ablate(ablation, out);
+    ADD_FAILURE() << "a damaged record was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find(damaged.string()), std::string::npos) << error.what();
+  }
+}
+
 TEST(Ablate, ShippedAblationsPlanEveryRunAndEveryExtrapolationLength) {
   TempDir tmp;
-  for (const char* name : {"encodings_causal", "p_matrix", "bidirectional_glue",
-                           "softmax_vs_linear", "init_schemes_width256", "init_schemes_width128"}) {
+  for (const char* name :
+       {"encodings_causal", "p_matrix", "bidirectional_glue", "softmax_vs_linear",
+        "init_schemes_width256", "init_schemes_width128", "init_schemes_300_steps"}) {
     const recipes::AblationPlan plan =
         recipes::load_ablation(source_path("recipes/ablations/" + std::string(name) + ".txtpb"));
     const auto runs = plan_runs(plan, tmp / name);

@@ -1,5 +1,6 @@
 // The ablation report from known results: the comparison with the baseline (golden lines),
 // results.csv read back, the small-multiples plots (panels, labels, ticks) and the ETA.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -227,7 +228,7 @@ TEST(AblationPlots, AGridOfTwelveIsFacetedByItsFirstAxisWithLabelsThatDoNotOverl
   double value = 240;
   for (int t = 1; t <= 3; ++t) {
     for (const char* p : {"householder", "householder_frozen", "identity", "odd_even"}) {
-      ppl["t" + std::to_string(t) + "_" + p] = {value, value + 1, value + 2};
+      ppl[fmt::format("t{}_{}", t, p)] = {value, value + 1, value + 2};
       value += 0.5;  // lines nearly on top of each other: their labels must still spread
     }
   }
@@ -259,9 +260,8 @@ TEST(AblationPlots, ALongListIsSplitIntoPanelsThatEachShowTheBaseline) {
   std::string body;
   std::map<std::string, std::vector<double>> ppl;
   for (int v = 0; v < 10; ++v) {
-    body += "variant { name: \"v" + std::to_string(v) +
-            "\" overrides: \"train.steps=" + std::to_string(10 + v) + "\" }\n";
-    ppl["v" + std::to_string(v)] = {100.0 + v, 101.0 + v, 102.0 + v};
+    body += fmt::format("variant {{ name: \"v{}\" overrides: \"train.steps={}\" }}\n", v, 10 + v);
+    ppl[fmt::format("v{}", v)] = {100.0 + v, 101.0 + v, 102.0 + v};
   }
   Fixture f(body + "baseline: \"v3\"\n", ppl);
   write_plots(f.report);
