@@ -609,10 +609,11 @@ def help_usage(help_text):
         if section == "Options":
             name = words[0].split(",")[-1]
             if name != "--help":
-                # A value's type is an upper-case word (TEXT, INT:POSITIVE, TEXT:FILE ...);
-                # "Excludes:" and "Needs:" name other options, which a flag may have too.
-                takes_value = (len(words) > 1 and words[1] != "REQUIRED"
-                               and re.match(r"[A-Z][A-Z0-9_]*(?::|$)", words[1]) is not None)
+                # After the name comes the value's type (TEXT, INT:NUMBER, auto|plain|none ...)
+                # unless it is a flag; "Excludes:" and "Needs:" name other options, which a
+                # flag may have too.
+                takes_value = len(words) > 1 and words[1] not in ("REQUIRED", "Excludes:",
+                                                                  "Needs:")
                 options[name] = (takes_value, "REQUIRED" in words)
         elif section == "Positionals":
             positionals.append("REQUIRED" in words)
