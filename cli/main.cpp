@@ -32,6 +32,7 @@ int dispatch(int argc, char** argv) {
                                      add_recipe_commands(app), add_export_commands(app)}) {
     commands.insert(commands.end(), group.begin(), group.end());
   }
+  add_help_footers(app);
   // CLI11 says only "A subcommand is required" for `rota trian`: name the word, and the closest.
   if (const auto unknown = unknown_command_message(app, {argv + 1, argv + argc})) {
     std::cerr << *unknown << "\n";
@@ -39,6 +40,10 @@ int dispatch(int argc, char** argv) {
   }
   if (const auto unknown = unknown_option_message(app, {argv + 1, argv + argc})) {
     std::cerr << *unknown << "\n";
+    return kExitUsage;
+  }
+  if (const auto split = split_braces_message({argv + 1, argv + argc})) {
+    std::cerr << "error: " << *split << "\n";
     return kExitUsage;
   }
   try {

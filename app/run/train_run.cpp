@@ -215,10 +215,31 @@ int dry_run(const recipes::Recipe& recipe, const std::shared_ptr<distributed::Co
       format_bytes(memory.total()), format_bytes(memory.parameter_bytes),
       format_bytes(memory.state_bytes), format_bytes(memory.activation_bytes), micro_batch, length,
       request.max_memory > 0 ? "--max-memory" : "available now", format_bytes(budget));
-  report += fmt::format(
-      "first micro-batch: [{}, {}] tokens, {} targets, loss {:.4f} (ln V = {:.4f})\n", micro_batch,
-      length, first.tokens, loss, std::log(static_cast<double>(task.tokenizer().vocab_size())));
+  // The loss of a uniform guess: ln V over the vocabulary for LMs, ln C over the classes for a
+  // classifier (whose loss is per example, not per token).
+  if (recipe.model().kind() == recipes::Model::CLASSIFIER) {
+    report += fmt::format(
+        "first micro-batch: [{}, {}] tokens, {} examples, loss {:.4f} per example (ln C = {:.4f} "
+        "for C = {} classes is a uniform guess)\n",
+        micro_batch, length, micro_batch, loss, std::log(static_cast<double>(options.num_classes)),
+        options.num_classes);
+  } else {
+    report += fmt::format(
+        "first micro-batch: [{}, {}] tokens, {} targets, loss {:.4f} per target (ln V = {:.4f} "
+        "for V = {} is a uniform guess)\n",
+        micro_batch, length, first.tokens, loss,
+        std::log(static_cast<double>(task.tokenizer().vocab_size())),
+        task.tokenizer().vocab_size());
+  }
   report += fmt::format("schedule: {} steps\n", setup.total_steps);
+  // What the real run would find in its directory.
+  const ResumeDecision decision =
+      decide_resume(run_dir, request.resume, recipes::format_recipe(recipe));
+  if (!decision.refusal.empty()) {
+    report += "warning: the run would stop here: " + decision.refusal + "\n";
+  } else if (decision.latest) {
+    report += fmt::format("resume: the run would continue from {}\n", decision.latest->string());
+  }
   std::fputs(report.c_str(), stdout);
   std::fflush(stdout);
   return kExitOk;

@@ -220,4 +220,30 @@ void add_max_memory_option(CLI::App& command, int64_t& bytes, const std::string&
           " would need more memory than SIZE (e.g. 16G; default: the memory available)");
 }
 
+std::optional<std::string> split_braces_message(const std::vector<std::string>& args) {
+  // '{' minus '}' in a text.
+  const auto depth = [](const std::string& text) {
+    return std::count(text.begin(), text.end(), '{') - std::count(text.begin(), text.end(), '}');
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string value;
+    if (args[i] == "--set" && i + 1 < args.size()) {
+      value = args[++i];
+    } else if (args[i].rfind("--set=", 0) == 0) {
+      value = args[i].substr(6);
+    } else {
+      continue;
+    }
+    if (depth(value) <= 0) continue;
+    // The words the shell split off, up to where the braces balance again.
+    std::string joined = value;
+    for (size_t j = i + 1; j < args.size() && depth(joined) > 0; ++j) joined += " " + args[j];
+    return fmt::format(
+        "--set {}: its braces do not balance: the shell split the value at a space; quote it: "
+        "--set '{}'",
+        value, depth(joined) == 0 ? joined : value + " ...}");
+  }
+  return std::nullopt;
+}
+
 }  // namespace rota::cli

@@ -28,6 +28,12 @@ CLI::Validator finite_non_negative_number();
 std::optional<std::string> unknown_option_message(const CLI::App& app,
                                                   const std::vector<std::string>& args);
 
+/// For a `--set` whose value opens more braces than it closes — a shell split it at a space
+/// (`--set model.position={rope {}}` unquoted) — the quoted command to type instead: "--set
+/// model.position={rope: its braces do not balance: the shell split the value at a space; quote
+/// it: --set 'model.position={rope {}}'". Nothing when every --set value balances.
+std::optional<std::string> split_braces_message(const std::vector<std::string>& args);
+
 /// Adds `--set PATH=VALUE` and `--unset PATH` (both repeatable) to `command`, appending to
 /// `overrides` in command-line order (an unset is recipes::kUnsetMark + PATH): `what` says what
 /// they apply to, for the help text.

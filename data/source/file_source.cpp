@@ -30,6 +30,18 @@ std::string_view without_line_break(std::string_view line) {
 
 using UnitVisit = std::function<void(const TextRecord&, std::string_view stream)>;
 
+// A header naming one column twice would leave which of them is read to chance: refused.
+void check_unique_columns(const std::vector<std::string>& header, const std::string& file) {
+  for (size_t i = 0; i < header.size(); ++i) {
+    for (size_t j = i + 1; j < header.size(); ++j) {
+      ROTA_CHECK(header[i] != header[j],
+                 "data: {}:1: the header names column '{}' twice (columns {} and {}); rename one "
+                 "so each column has its own name",
+                 file, header[i], i + 1, j + 1);
+    }
+  }
+}
+
 // The column index of `name` in a CSV/TSV header.
 size_t header_column(const std::vector<std::string>& header, const std::string& name,
                      const std::string& file) {
@@ -85,6 +97,7 @@ void scan_file(const fs::path& path, FileFormat format, const RecordFields& fiel
                   [&](std::vector<std::string>& row, int64_t line) {
                     if (header.empty()) {
                       header = row;
+                      check_unique_columns(header, file);
                       text_column = header_column(header, fields.text, file);
                       if (!fields.text_pair.empty())
                         pair_column = header_column(header, fields.text_pair, file);

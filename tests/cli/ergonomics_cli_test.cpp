@@ -35,6 +35,21 @@ TEST(CliErgonomics, AMisspeltOptionNamesTheClosestOne) {
   expect_output(rota("data prepare --outt d"), 2, {"rota data prepare: unknown option '--outt'"});
 }
 
+TEST(CliErgonomics, ASetValueSplitByTheShellGetsTheQuotedCommand) {
+  // What the shell makes of --set model.position={rope {}} typed without quotes.
+  expect_output(rota("train " + kTiny + " --dry-run --set 'model.position={rope' '{}}'"), 2,
+                {"--set model.position={rope: its braces do not balance: the shell split the "
+                 "value at a space; quote it: --set 'model.position={rope {}}'"});
+  expect_output(rota("eval runs/x --set=model.position={lrpe --set train.steps=2"), 2,
+                {"--set model.position={lrpe: its braces do not balance",
+                 "--set 'model.position={lrpe ...}'"});
+  // Quoted, the same value is taken (and a balanced one is never flagged).
+  const testing::CommandResult quoted =
+      rota("train " + kTiny + " --dry-run --set 'model.position={rope {}}'");
+  EXPECT_EQ(quoted.code, 0) << quoted.output;
+  EXPECT_EQ(quoted.output.find("do not balance"), std::string::npos) << quoted.output;
+}
+
 TEST(CliErgonomics, AValueThatLooksLikeAnOptionIsAValue) {
   testing::TempDir dir;
   const std::string run = (dir / "run").string();

@@ -57,7 +57,8 @@ TEST(ReadmeOwnData, TheThreeCommandsRun) {
   }
   fs::copy_file(kSource + "/tests/golden/tokenizers/gpt2_bpe.json", tmp / "tokenizer.json");
   std::ofstream(tmp / "new_examples.txt") << "the cat ran\nthe mat\n";
-  // RECIPE: a shipped recipe; runs/NAME: the first command's run.
+  // RECIPE: a shipped recipe. Each training command names its own run directory (a user's run
+  // never lands in a shipped recipe's runs/<name>), which the predict command reads.
   const std::string recipe = kSource + "/recipes/causal_lm/wikitext2_lrpe_type2.txtpb";
   const std::string cut_down =
       " --set train.steps=2 --set schedule.warmup_steps=1 --set train.eval_batches=1"
@@ -67,21 +68,25 @@ TEST(ReadmeOwnData, TheThreeCommandsRun) {
     std::string command = commands[i];
     for (const auto& [from, to] :
          {std::pair<std::string, std::string>{"recipes/", kSource + "/recipes/"},
-          {"RECIPE", recipe},
-          {"runs/NAME", "runs/wikitext2-lrpe-type2"}}) {
+          {"RECIPE", recipe}}) {
       const size_t at = command.find(from);
       if (at != std::string::npos) command.replace(at, from.size(), to);
     }
-    if (command.rfind("train ", 0) == 0)
-      command += cut_down + " --out runs/run" + std::to_string(i);
-    if (i == 0) command += " && mv runs/run0 runs/wikitext2-lrpe-type2";
+    if (command.rfind("train ", 0) == 0) {
+      EXPECT_NE(command.find(" --out runs/my-"), std::string::npos) << command;
+      command += cut_down;
+    }
     const CommandResult r =
         run_command("cd '" + tmp.path().string() + "' && '" + rota::testing::built_rota() + "' " +
                     command + " </dev/null");
     ASSERT_EQ(r.code, 0) << command << "\n" << r.output;
     if (i == 2) {
+      EXPECT_NE(command.find("predict runs/my-texts "), std::string::npos) << command;
       EXPECT_NE(r.output.find("\"line\":2"), std::string::npos) << r.output;
     }
+  }
+  for (const char* run : {"runs/my-texts", "runs/my-tokenizer"}) {
+    EXPECT_TRUE(fs::exists(tmp / run / "recipe.txtpb")) << run;
   }
 }
 

@@ -472,10 +472,10 @@ ELSEWHERE = {
         "make test": Elsewhere("runs the whole suite, this test included; CI runs it", ".ci/run",
                                ("make test",)),
         "build/rota train recipes/causal_lm/wikitext2_lrpe_type2.txtpb --set "
-        "'data.files={train: \"my_texts/*.txt\"}'": README_OWN_DATA,
-        "build/rota train RECIPE --set 'data.tokenizer={path: \"tokenizer.json\"}'":
-            README_OWN_DATA,
-        "build/rota predict runs/NAME --input new_examples.txt": README_OWN_DATA,
+        "'data.files={train: \"my_texts/*.txt\"}' --out runs/my-texts": README_OWN_DATA,
+        "build/rota train RECIPE --set 'data.tokenizer={path: \"tokenizer.json\"}' "
+        "--out runs/my-tokenizer": README_OWN_DATA,
+        "build/rota predict runs/my-texts --input new_examples.txt": README_OWN_DATA,
     },
     "docs/data.md": {
         "rota train lm_text.txtpb": OWN_DATA_WORKED,

@@ -109,7 +109,37 @@ TEST(ResourceLimits, DryRunReportsTheModelAndEstimateAndWritesNothing) {
         "first micro-batch: [4, 32] tokens", "schedule: 20 steps"}) {
     EXPECT_NE(r.output.find(needle), std::string::npos) << needle << "\n" << r.output;
   }
+  EXPECT_NE(r.output.find("128 targets, loss "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" per target (ln V = 5.5452 for V = 256 is a uniform guess)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("warning:"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir / "run"));
+  // A classifier's first micro-batch is examples, its baseline ln C over its classes.
+  const testing::CommandResult classifier =
+      rota("train " + std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_classifier.txtpb --out " +
+           (dir / "classifier").string() + " --dry-run");
+  ASSERT_EQ(classifier.code, 0) << classifier.output;
+  EXPECT_NE(classifier.output.find(" examples, loss "), std::string::npos) << classifier.output;
+  EXPECT_NE(classifier.output.find(" per example (ln C = 0.6931 for C = 2 classes"),
+            std::string::npos)
+      << classifier.output;
+  EXPECT_EQ(classifier.output.find("targets"), std::string::npos) << classifier.output;
+  // Over an existing run, the dry run says what the real run would do.
+  const std::string run = (dir / "run").string();
+  ASSERT_EQ(rota("train " + kTiny + " --out " + run + " --set train.steps=2").code, 0);
+  const testing::CommandResult again = rota("train " + kTiny + " --out " + run + " --dry-run");
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("warning: the run would stop here: " + run +
+                              " already holds a run (latest checkpoint "),
+            std::string::npos)
+      << again.output;
+  const testing::CommandResult resumed =
+      rota("train " + kTiny + " --out " + run + " --set train.steps=2 --dry-run --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resume: the run would continue from " + run + "/checkpoints/"),
+            std::string::npos)
+      << resumed.output;
   // An impossible model is refused by the dry run too, before it is built.
   expect_refused(rota("train " + kTiny + " --dry-run --set model.layers=100000"),
                  {"model: training needs about"});

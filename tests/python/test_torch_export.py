@@ -230,6 +230,35 @@ class ExportHf(unittest.TestCase):
         model = rt.from_pretrained(out)
         self.assertEqual(model.config.num_classes, 2)
 
+    def test_damaged_config_json_is_named(self):
+        """from_pretrained on an export whose config.json is damaged names the file and what is
+        wrong with it (not a bare JSONDecodeError or KeyError)."""
+        run_dir = ps.train_run(ps.config(), self.dir, "lm_damaged")
+        out = os.path.join(self.dir, "hf_damaged")
+        result = cli("export", "hf", run_dir, out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        config_path = os.path.join(out, "config.json")
+        with open(config_path, encoding="utf-8") as f:
+            good = f.read()
+        truncated = good[:good.index("\n", len(good) // 2)]
+        try:
+            json.loads(truncated)
+            self.fail("the truncated config.json parses")
+        except json.JSONDecodeError as error:
+            where = f"{config_path}:{error.lineno}:{error.colno}: not valid JSON"
+        for text, needles in (
+                (truncated, [where]),
+                ("[1, 2]", [config_path, "a JSON list, not the object of a model config"]),
+                (b"\xff\xfe{}", [config_path, "not UTF-8"]),
+                (json.dumps({"rota_recipe": 7}), [config_path, "must be the recipe's text"]),
+                (json.dumps({"rota": {"widht": 64}}), [config_path, "not a model config", "widht"])):
+            with open(config_path, "wb") as f:
+                f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
+            with self.assertRaises(rt.checkpoint.CheckpointError) as caught:
+                rt.from_pretrained(out)
+            for needle in needles:
+                self.assertIn(needle, str(caught.exception))
+
     def test_missing_run_is_an_error(self):
         result = cli("export", "hf", os.path.join(self.dir, "nope"), os.path.join(self.dir, "o"))
         self.assertNotEqual(result.returncode, 0)

@@ -56,6 +56,25 @@ def resolve_checkpoint(path):
                           "checkpoint or exported model directory)")
 
 
+def read_config_json(config_path):
+    """config.json as a dict; CheckpointError naming the file (and line:column) when it is not
+    one."""
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as error:
+        raise CheckpointError(f"{config_path}:{error.lineno}:{error.colno}: not valid JSON "
+                              f"({error.msg}); re-export it with `rota export hf` or restore "
+                              "it") from None
+    except UnicodeDecodeError as error:
+        raise CheckpointError(f"{config_path}: not UTF-8 text (byte {error.start}); re-export it "
+                              "with `rota export hf` or restore it") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{config_path}: a JSON {type(data).__name__}, not the object of "
+                              "a model config; re-export it with `rota export hf` or restore it")
+    return data
+
+
 def read_config(checkpoint_dir, tensors):
     """The model config of a checkpoint: config.json if present, else the recipe, with the
     vocabulary size and class count read off the tensor shapes."""
@@ -65,12 +84,18 @@ def read_config(checkpoint_dir, tensors):
                               "(not a Rota model)")
     config_path = os.path.join(checkpoint_dir, CONFIG_FILE)
     if os.path.exists(config_path):
-        with open(config_path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = read_config_json(config_path)
         if "rota_recipe" in data:  # written by `rota export hf`
+            if not isinstance(data["rota_recipe"], str):
+                raise CheckpointError(f"{config_path}: \"rota_recipe\" must be the recipe's text "
+                                      f"(a string), not {type(data['rota_recipe']).__name__}")
             config = RotaConfig.from_recipe_text(data["rota_recipe"], source=config_path)
         else:
-            config = RotaConfig.from_dict(data.get("rota", data))
+            try:
+                config = RotaConfig.from_dict(data.get("rota", data))
+            except (TypeError, ValueError, KeyError, AttributeError) as error:
+                raise CheckpointError(f"{config_path}: not a model config Rota reads ({error}); "
+                                      "re-export it with `rota export hf` or restore it") from None
     else:
         recipe = os.path.join(checkpoint_dir, RECIPE_FILE)
         if not os.path.exists(recipe):

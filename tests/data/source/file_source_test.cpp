@@ -140,6 +140,13 @@ TEST(FileSource, BadContentAndEmptySplitsAreRefusedWithFileAndLine) {
                {"latin1.txt:1:4", "bytes 0xE9 0x0A are not valid UTF-8"});
   expect_error([&] { check("ok.txt", "empty.jsonl"); }, {"valid", "empty.jsonl", "no records"});
   expect_error([&] { check("short.csv", "ok.txt"); }, {"short.csv:2", "3 fields", "header has 2"});
+  // A column named twice (used or not) is refused rather than one of them read silently.
+  write_bytes(root / "twice.csv", "text,label,text\na,b,c\n");
+  expect_error([&] { check("twice.csv", "ok.txt"); },
+               {"twice.csv:1", "names column 'text' twice (columns 1 and 3)"});
+  write_bytes(root / "twice.tsv", "id\ttext\tlabel\tid\n1\ta\tb\t2\n");
+  expect_error([&] { check("twice.tsv", "ok.txt"); },
+               {"twice.tsv:1", "names column 'id' twice (columns 1 and 4)"});
   expect_error([&] { check("ok.txt", "missing.txt"); }, {"data.files.valid", "does not exist"});
   expect_error([&] { check("ok.txt", "nul.dat"); }, {"nul.dat", "does not exist"});
   write_bytes(root / "data.dat", "x\n");
