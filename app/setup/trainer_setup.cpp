@@ -37,11 +37,12 @@ train::TrainerOptions trainer_options_from_recipe(const recipes::Recipe& recipe,
 }
 
 int apply_thread_setting(const recipes::Recipe& recipe) {
-  int threads = backend::init_runtime();
-  if (recipe.train().threads() > 0) {
-    backend::set_num_threads(recipe.train().threads());
-    threads = recipe.train().threads();
-  }
+  backend::init_runtime();
+  // Set every time, from the recipe or the environment: another library in the process may have
+  // changed OpenMP's count for this thread (importing PyTorch in Python leaves it at 1).
+  const int threads =
+      recipe.train().threads() > 0 ? recipe.train().threads() : backend::default_num_threads();
+  backend::set_num_threads(threads);
   return threads;
 }
 

@@ -17,7 +17,9 @@ train::TrainerOptions trainer_options_from_recipe(const recipes::Recipe& recipe,
                                                   int64_t total_steps,
                                                   const std::string& recipe_text);
 
-/// Applies train.threads (0 keeps OpenMP's default) and returns the thread count.
+/// Sets the OpenMP thread count of this thread to train.threads, or when that is 0 to
+/// backend::default_num_threads() (OMP_NUM_THREADS, else every core the process may use),
+/// whatever another library set before; returns it.
 int apply_thread_setting(const recipes::Recipe& recipe);
 
 }  // namespace rota::app

@@ -91,6 +91,24 @@ class Train(unittest.TestCase):
         self.assertEqual(run.step, 8)
         self.assert_same_weights(out)
 
+    def test_threads_follow_the_environment_and_recipe_whatever_is_imported(self):
+        """Importing PyTorch (before or after rota) leaves OpenMP's count at 1 for the thread;
+        rota.train still uses OMP_NUM_THREADS, or the recipe's train.threads, and logs it."""
+        if subprocess.run([sys.executable, "-c", "import torch"]).returncode != 0:
+            self.fail("this test needs PyTorch (make test installs it)")
+        for order in ("import torch\nimport rota", "import rota\nimport torch"):
+            for env_threads, recipe_threads, expected in (("2", 0, 2), ("3", 0, 3), ("2", 1, 1)):
+                out = TMP.join(f"threads-{len(os.listdir(TMP.path))}")
+                script = (f"{order}\n"
+                          f"run = rota.train({TINY['causal_lm']!r}, ['train.steps=1', "
+                          f"'train.eval_batches=1', 'train.threads={recipe_threads}'], "
+                          f"out={out!r})\n")
+                env = dict(os.environ, OMP_NUM_THREADS=env_threads)
+                done = subprocess.run([sys.executable, "-c", script], env=env,
+                                      capture_output=True, text=True)
+                self.assertEqual(done.returncode, 0, done.stderr)
+                self.assertIn(f"({expected} threads)", done.stderr, f"{order!r}\n{done.stderr}")
+
     def test_callback_exception_stops_with_a_checkpoint(self):
         out = TMP.join("raised")
 

@@ -1,6 +1,11 @@
 // OpenMP thread count and FTZ/DAZ set-up.
 #include "framework/backend/cpu/parallel.h"
 
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include <omp.h>
 #include <pmmintrin.h>
 #include <xmmintrin.h>
@@ -26,6 +31,26 @@ int init_runtime() {
 
 int num_threads() {
   return omp_get_max_threads();
+}
+
+int default_num_threads(const char* omp_num_threads, int cores) {
+  if (omp_num_threads != nullptr) {
+    // "4" or "4,2" (one count per nesting level): the first one is the outer level's.
+    char* end = nullptr;
+    const long first = std::strtol(omp_num_threads, &end, 10);
+    const bool whole = end != omp_num_threads && (*end == '\0' || *end == ',');
+    if (whole && first > 0 && first <= 4096) return static_cast<int>(first);
+  }
+  return cores > 0 ? cores : 1;
+}
+
+int default_num_threads() {
+  int cores = 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+  if (cores <= 0) cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  return default_num_threads(std::getenv("OMP_NUM_THREADS"), cores);
 }
 
 void set_num_threads(int n) {

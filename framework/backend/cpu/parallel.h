@@ -18,6 +18,13 @@ void flush_denormals();
 int init_runtime();
 /// Number of threads kernels will use.
 int num_threads();
+/// The thread count a run uses unless told otherwise: the first number of OMP_NUM_THREADS
+/// when it is set to a positive one, else the cores this process may run on (its CPU
+/// affinity). Read from the environment and the system, not from OpenMP, whose count another
+/// library in the process (PyTorch, say) may have changed.
+int default_num_threads();
+/// default_num_threads for a given OMP_NUM_THREADS text (null: unset) and core count.
+int default_num_threads(const char* omp_num_threads, int cores);
 /// Sets the number of threads kernels will use.
 void set_num_threads(int n);
 
