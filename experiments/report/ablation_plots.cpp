@@ -172,7 +172,7 @@ PlotFile extrapolation_plot(const AblationReport& report) {
                               report.plan->ablation.name(), length);
   options.subtitle = kBandNote;
   options.x_label = "evaluation length (× training length)";
-  options.y_label = "test " + metric_label(primary);
+  options.y_label = evaluated_split(report, 0) + " " + metric_label(primary);
   options.log_x = true;
   options.log_y = primary == "ppl";
   for (const int m : report.plan->ablation.context_multipliers()) {
@@ -216,12 +216,13 @@ PlotFile positions_plot(const AblationReport& report, int multiplier) {
     return band_series(name, by_position);
   };
   ChartOptions options;
-  options.title = fmt::format("{}: test loss by position at {} tokens ({}× the training length)",
-                              report.plan->ablation.name(), length, multiplier);
+  options.title =
+      fmt::format("{}: {} loss by position at {} tokens ({}× the training length)",
+                  report.plan->ablation.name(), evaluated_split(report, 0), length, multiplier);
   options.subtitle =
       "mean over the seeds (band: min to max); a point covers the positions up to the next";
   options.x_label = "position in the window (log scale)";
-  options.y_label = "test loss (nats per token)";
+  options.y_label = evaluated_split(report, 0) + " loss (nats per token)";
   options.log_x = true;
   for (int64_t p = 1; p <= length; p *= 2) {
     options.x_ticks.emplace_back(static_cast<double>(p), fmt::format("{}", p));

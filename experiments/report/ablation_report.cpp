@@ -14,6 +14,28 @@ std::vector<const RunResult*> finished_results(const AblationReport& report, int
   return found;
 }
 
+std::string evaluated_split(const AblationReport& report, int stage) {
+  for (const RunResult& r : report.results) {
+    if (r.status == RunResult::Status::kOk && static_cast<size_t>(stage) < r.stages.size()) {
+      return r.stages[stage].test_split;
+    }
+  }
+  return "test";
+}
+
+bool evaluates_on_validation(const AblationReport& report) {
+  const size_t stages = report.runs.empty() ? 0 : report.runs.front().stages.size();
+  for (size_t stage = 0; stage < stages; ++stage) {
+    if (evaluated_split(report, static_cast<int>(stage)) != "test") return true;
+  }
+  return false;
+}
+
+std::string capitalised(std::string text) {
+  if (!text.empty() && text[0] >= 'a' && text[0] <= 'z') text[0] = static_cast<char>(text[0] - 32);
+  return text;
+}
+
 std::string stage_prefix(int stage) {
   return stage == 0 ? "" : "finetune_";
 }

@@ -37,6 +37,15 @@ struct AblationReport {
 /// The finished (status ok) results of one variant, in seed order.
 std::vector<const RunResult*> finished_results(const AblationReport& report, int variant_index);
 
+/// The split the stage's final evaluation used: "test", or "valid" where the data has no
+/// labelled test split (the first finished run's; "test" when none finished).
+std::string evaluated_split(const AblationReport& report, int stage);
+/// Whether some stage's final evaluation used the validation split, which also picked
+/// checkpoints/best (so its numbers carry a selection bias).
+bool evaluates_on_validation(const AblationReport& report);
+/// The text with its first letter upper-case.
+std::string capitalised(std::string text);
+
 /// Column prefix of a stage in the CSV and headings: "" for the first, "finetune_" after.
 std::string stage_prefix(int stage);
 /// Human name of a stage's metric: "valid ppl", "fine-tune test accuracy", ...

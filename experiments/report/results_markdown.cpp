@@ -43,16 +43,6 @@ Summary variant_summary(const AblationReport& report, int variant, int stage,
   return summarize(values);
 }
 
-/// The split the stage's test evaluation used ("test", or "valid" without test labels).
-std::string evaluated_split(const AblationReport& report, int stage) {
-  for (const RunResult& r : report.results) {
-    if (r.status == RunResult::Status::kOk && static_cast<size_t>(stage) < r.stages.size()) {
-      return r.stages[stage].test_split;
-    }
-  }
-  return "test";
-}
-
 void add_how_it_was_run(const AblationReport& report, std::string& md) {
   const recipes::AblationPlan& plan = *report.plan;
   md += "## How it was run\n\n```sh\n" + report.command + "\n```\n\n";
@@ -86,6 +76,16 @@ void add_how_it_was_run(const AblationReport& report, std::string& md) {
                         "whole-split result)",
                         report.eval_batches, report.eval_batches)
           : "the whole split");
+  if (evaluates_on_validation(report)) {
+    md +=
+        "- **Selection bias:** the data has no labelled test split, so the numbers reported "
+        "here come from the validation split — the split that also picked each run's "
+        "`checkpoints/best`. They are optimistic, and "
+        "the more so for variants whose validation curves are noisier; compare variants with "
+        "that in mind, and give the data a held-out test split (`data.files.test`) for a "
+        "result free of it. The columns of results.csv keep their `test_` names; its "
+        "`test_split` column says which split they hold.\n";
+  }
   md +=
       "- Per-run numbers: [results.csv](results.csv); run directories: "
       "`runs/<variant>/seed<S>/` (logs in `console.log`, `train.log`, `metrics.jsonl`)\n";
@@ -385,7 +385,7 @@ void add_extrapolation_comparisons(const AblationReport& report, std::string& md
   md += fmt::format(
       "Against the baseline at each length: mean difference variant − baseline [95% CI] of {}, "
       "paired by seed; **bold** where the interval excludes 0.\n\n",
-      stage_metric_title(report, 0, "test", primary_metric(stage.recipe)));
+      stage_metric_title(report, 0, evaluated_split(report, 0), primary_metric(stage.recipe)));
   md += to_markdown(table, 2) + "\n";
 }
 
@@ -429,7 +429,8 @@ void add_extrapolation(const AblationReport& report, std::string& md) {
       "{} of `checkpoints/best` on the {} split with windows of m × the training length "
       "(T = {}) via `rota eval --context`; mean ± std over seeds. The model never saw a "
       "sequence longer than T.\n\n",
-      stage_metric_title(report, 0, "Test", primary), evaluated_split(report, 0), length);
+      capitalised(stage_metric_title(report, 0, evaluated_split(report, 0), primary)),
+      evaluated_split(report, 0), length);
   md += to_markdown(table) + "\n";
   if (!reasons.empty()) {
     md += "n/a: the encoding cannot run at that length:\n\n";

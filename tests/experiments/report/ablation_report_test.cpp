@@ -88,6 +88,43 @@ struct Fixture {
   }
 };
 
+TEST(AblationReport, ResultsOnTheValidationSplitAreLabelledSoAndTheBiasIsNamed) {
+  const std::string body = "variant { name: \"a\" }\nvariant { name: \"b\" }\nbaseline: \"a\"\n";
+  const std::map<std::string, std::vector<double>> ppl = {{"a", {100, 110, 120}},
+                                                          {"b", {101, 112, 126}}};
+  Fixture on_test(body, ppl);
+  EXPECT_EQ(results_markdown(on_test.report).find("Selection bias"), std::string::npos);
+  // Data without a labelled test split: the final evaluation ran on the validation split.
+  Fixture f(body, ppl);
+  for (RunResult& r : f.report.results) r.stages[0].test_split = "valid";
+  const std::string md = results_markdown(f.report);
+  EXPECT_NE(md.find("- **Selection bias:** the data has no labelled test split, so the numbers "
+                    "reported here come from the validation split"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("Valid PPL of `checkpoints/best` on the valid split with windows"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("paired by seed; **bold** where the interval excludes 0."), std::string::npos);
+  EXPECT_NE(md.find("of valid PPL, paired by seed"), std::string::npos) << md;
+  // Outside the CSV's column names (a schema), no heading or axis says "test".
+  for (const char* wrong : {"test PPL", "Test PPL"}) {
+    EXPECT_EQ(md.find(wrong), std::string::npos) << wrong << "\n" << md;
+  }
+  const std::vector<PlotFile> plots = write_plots(f.report);
+  bool extrapolation = false;
+  for (const PlotFile& plot : plots) {
+    std::ifstream in(f.report.out / plot.svg);
+    const std::string svg(std::istreambuf_iterator<char>(in), {});
+    EXPECT_EQ(svg.find(">test "), std::string::npos) << plot.svg;
+    if (plot.svg == "extrapolation.svg") {
+      extrapolation = true;
+      EXPECT_NE(svg.find(">valid perplexity<"), std::string::npos) << svg.substr(0, 2000);
+    }
+  }
+  EXPECT_TRUE(extrapolation);
+}
+
 TEST(AblationReport, ComparesEveryVariantWithTheBaselinePairedBySeed) {
   // b − a = +1, +2, +6: mean 3, 95% CI 3 ± 4.302652730·√(7/3) = [−3.57, +9.57], p =
   // 1 − √(27/41) = 0.1885; c − a = −10, −11, −12: mean −11, CI −11 ± 4.302652730/√3 =
