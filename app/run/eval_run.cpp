@@ -18,7 +18,7 @@ namespace rota::app {
 
 int run_evaluation(const EvalRequest& request) {
   io::init_logging_from_env();
-  std::string split = request.split.empty() ? "test" : request.split;
+  std::string split = request.split;
   CheckpointTask loaded = load_checkpoint_task(
       request.checkpoint, request.context,
       [&](recipes::Recipe& recipe) {
@@ -35,10 +35,10 @@ int run_evaluation(const EvalRequest& request) {
       MemoryBudget{request.max_memory});
   loaded.task->set_evaluation_stride(request.stride);
   // "valid", "validation", "val" and "dev" all name the validation split, whichever of them the
-  // corpus calls it (WikiText has valid.txt, GLUE dev.tsv).
-  if (request.data.empty() &&
-      (split == "valid" || split == "validation" || split == "val" || split == "dev")) {
-    split = loaded.task->validation_split();
+  // corpus calls it (WikiText has valid.txt, GLUE dev.tsv); a split the data lacks is refused
+  // naming the ones it has.
+  if (request.data.empty()) {
+    split = loaded.task->evaluation_split_for(split, request.checkpoint, "--split ");
   }
   // What is evaluated, as key=value pairs.
   io::log_info("eval: checkpoint={} step={} parameters={} sequence_length={} split={}",

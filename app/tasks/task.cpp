@@ -12,6 +12,7 @@
 #include "app/tasks/lm_token_source.h"
 #include "app/tasks/masked_lm_task.h"
 #include "data/corpus/symbol_search.h"
+#include "data/prepared/prepared_corpus.h"
 #include "framework/base/seed_mix.h"
 #include "recipes/recipe_error.h"
 
@@ -110,6 +111,32 @@ std::string Task::validation_split() {
     if (corpus().has_split(name)) return name;
   }
   fail("data: corpus '{}' has no validation split (valid.txt / dev.tsv)", corpus().name());
+}
+
+std::vector<std::string> Task::split_names() {
+  if (recipe().data().has_prepared()) {
+    return data::PreparedCorpus::open(recipe().data().prepared()).splits();
+  }
+  return corpus().splits();
+}
+
+std::string Task::evaluation_split_for(const std::string& requested, const std::string& what,
+                                       const std::string& split_option) {
+  const std::string split = requested.empty() ? "test" : requested;
+  if (split == "valid" || split == "validation" || split == "val" || split == "dev") {
+    return validation_split();
+  }
+  const std::vector<std::string> names = split_names();
+  if (std::find(names.begin(), names.end(), split) != names.end()) return split;
+  std::vector<std::string> others;
+  for (const std::string& name : names) {
+    if (name != "train") others.push_back(name);
+  }
+  throw recipes::RecipeError(
+      fmt::format("{} has no '{}' split{}: its data has {}; evaluate {} with {}{}", what, split,
+                  requested.empty() ? " (the default)" : "", fmt::join(names, ", "),
+                  others.empty() ? "the training split" : "another split", split_option,
+                  others.empty() ? "train" : others.front()));
 }
 
 int64_t Task::steps_per_epoch() {

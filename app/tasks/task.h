@@ -127,6 +127,14 @@ class Task : public train::TrainingTask {
   distributed::Communicator& communicator() const { return *inputs_.communicator; }
   /// The name of the validation split of this corpus ("valid").
   std::string validation_split();
+  /// The splits the task's data has (corpus, data.files or prepared directory), in its order.
+  std::vector<std::string> split_names();
+  /// The split an evaluation asked for by `requested` ("" means "test"; "valid", "validation",
+  /// "val" and "dev" all mean the validation split, whatever the data calls it), checked to
+  /// exist: otherwise a RecipeError naming `what` (the run), the splits there are and how to
+  /// pick one (`split_option`: "--split" for the CLI, "split=" for Python).
+  std::string evaluation_split_for(const std::string& requested, const std::string& what,
+                                   const std::string& split_option);
 
  protected:
   /// For a tokenizer without <unk> (other than BYTE): every split other than train is encoded

@@ -184,6 +184,11 @@ std::string LoadedRun::generated_text(const std::vector<int64_t>& prompt,
   return text;
 }
 
+std::string LoadedRun::evaluation_split(const std::string& requested) {
+  std::lock_guard lock(mutex_);
+  return task().evaluation_split_for(requested, loaded_.checkpoint_dir.string(), "split=");
+}
+
 train::Metrics LoadedRun::evaluate(const std::string& split, int64_t context, int64_t max_batches) {
   std::lock_guard lock(mutex_);
   ROTA_CHECK(max_batches >= 0, "eval: batches must be >= 0, got {}", max_batches);

@@ -64,6 +64,9 @@ class LoadedRun {
   /// then each sampled id decoded on its own.
   std::string generated_text(const std::vector<int64_t>& prompt,
                              const std::vector<int64_t>& generated) const;
+  /// The split `rota eval --split` would evaluate for `requested` ("" is test; valid and its
+  /// aliases the data's validation split); a RecipeError naming the splits when there is none.
+  std::string evaluation_split(const std::string& requested);
   /// `rota eval`: the metrics of a split (max_batches 0: all), at another context when > 0.
   train::Metrics evaluate(const std::string& split, int64_t context, int64_t max_batches);
   /// The batches that evaluate feeds the model (see app::Task::evaluation_batches).

@@ -177,13 +177,15 @@ void bind_run(py::module_& m) {
           "continuation; bytes that are not UTF-8 become U+FFFD.")
       .def(
           "eval",
-          [](RunHandle& h, const std::string& split, const py::object& context,
+          [](RunHandle& h, const std::string& requested, const py::object& context,
              const py::object& batches) {
             train::Metrics metrics;
             const int64_t context_length = optional_count(context);
             const int64_t max_batches = optional_count(batches);
+            std::string split;
             {
               py::gil_scoped_release release;
+              split = h.run->evaluation_split(requested);
               metrics = h.run->evaluate(split, context_length, max_batches);
             }
             py::dict out = metrics_dict(metrics);
@@ -191,16 +193,16 @@ void bind_run(py::module_& m) {
             out["parameters"] = h.run->num_parameters();
             return out;
           },
-          py::arg("split") = "valid", py::arg("context") = py::none(),
+          py::arg("split") = "test", py::arg("context") = py::none(),
           py::arg("batches") = py::none(), "The metrics `rota eval` reports for a split.")
       .def(
           "eval_batches",
-          [](RunHandle& h, const std::string& split, const py::object& batches) {
+          [](RunHandle& h, const std::string& requested, const py::object& batches) {
             std::vector<app::EvalBatch> found;
             const int64_t max_batches = optional_count(batches);
             {
               py::gil_scoped_release release;
-              found = h.run->evaluation_batches(split, max_batches);
+              found = h.run->evaluation_batches(h.run->evaluation_split(requested), max_batches);
             }
             py::list out;
             for (const app::EvalBatch& batch : found) {
@@ -213,7 +215,7 @@ void bind_run(py::module_& m) {
             }
             return out;
           },
-          py::arg("split") = "valid", py::arg("batches") = py::none(),
+          py::arg("split") = "test", py::arg("batches") = py::none(),
           "The batches `rota eval` feeds the model, in order, as dicts of numpy arrays.")
       .def("__repr__", [](const RunHandle& h) {
         return "<rota.Run " + h.run->kind() + " " + h.run->checkpoint_dir().string() + ">";

@@ -1,6 +1,7 @@
 // Quick tries at the command line: misspelt options and corpus names get the closest one, the
 // validation split answers to its usual names, --version names the commit and build, and the
 // resume line repeats the command as it was invoked.
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,28 @@ TEST(CliErgonomics, ASetValueSplitByTheShellGetsTheQuotedCommand) {
       rota("train " + kTiny + " --dry-run --set 'model.position={rope {}}'");
   EXPECT_EQ(quoted.code, 0) << quoted.output;
   EXPECT_EQ(quoted.output.find("do not balance"), std::string::npos) << quoted.output;
+}
+
+TEST(CliErgonomics, EvalOnDataWithoutATestSplitNamesTheSplitsAndTheFlag) {
+  testing::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "the cat sat on the mat and the dog ran far away\n";
+  std::ofstream(dir / "train.txt") << text;
+  std::ofstream(dir / "valid.txt") << text.substr(0, 2000);
+  const std::string run = (dir / "run").string();
+  ASSERT_EQ(rota("train " + kTiny + " --unset data.corpus --set 'data.files={train: \"" +
+                 (dir / "train.txt").string() + "\" valid: \"" + (dir / "valid.txt").string() +
+                 "\"}' --set train.steps=2 --set train.eval_batches=1 --out " + run)
+                .code,
+            0);
+  // The default split (test) and a named one it lacks: a usage error naming what there is.
+  expect_output(rota("eval " + run), 2,
+                {run + " has no 'test' split (the default): its data has train, valid; evaluate "
+                       "another split with --split valid"});
+  expect_output(rota("eval " + run + " --split test"), 2,
+                {run + " has no 'test' split: its data has train, valid"});
+  // Its validation split by any of its names.
+  expect_output(rota("eval " + run + " --split dev --batches 1"), 0, {"split=valid "});
 }
 
 TEST(CliErgonomics, AValueThatLooksLikeAnOptionIsAValue) {

@@ -116,6 +116,22 @@ class EvalAgainstCli(unittest.TestCase):
         self.assertAlmostEqual(total / count, got["loss"], delta=1e-5)
         self.assertAlmostEqual(correct / count, got["accuracy"], delta=1e-9)
 
+    def test_default_split_is_the_clis_and_a_missing_split_is_named(self):
+        """run.eval() evaluates what `rota eval RUN` does (test); "dev" names the validation
+        split; a split the data lacks raises RecipeError naming the ones it has."""
+        run = rota.load(RUNS["causal_lm"])
+        expected = cli_eval(RUNS["causal_lm"], "test", 2)
+        got = run.eval(batches=2)
+        self.assertEqual(got["split"], "test")
+        self.assertAlmostEqual(got["loss"], expected["loss"], delta=1e-5 * expected["loss"])
+        self.assertEqual(run.eval("dev", batches=1)["split"], "valid")
+        self.assertEqual(len(run.eval_batches(batches=1)), 1)
+        with self.assertRaises(rota.RecipeError) as caught:
+            run.eval("heldout", batches=1)
+        message = str(caught.exception)
+        self.assertIn("has no 'heldout' split: its data has train, valid, test", message)
+        self.assertIn("split=valid", message)
+
     def test_other_context(self):
         run = rota.load(RUNS["causal_lm"])
         line = cli("eval", RUNS["causal_lm"], "--split", "valid", "--batches", "2", "--context",
