@@ -35,6 +35,7 @@
 #include "framework/train/stop_signal.h"
 #include "recipes/ablation.h"
 #include "recipes/loader.h"
+#include "recipes/recipe_error.h"
 
 namespace fs = std::filesystem;
 
@@ -363,7 +364,8 @@ AblationOutcome run_ablation(const AblationRunOptions& options) {
   // Nothing of an earlier study is overwritten by a different plan: refuse before writing.
   const std::vector<Conflict> conflicts = find_conflicts(runs, own_records, outcome.out);
   if (!conflicts.empty() && !options.start_over) {
-    throw Error(conflicts_message(conflicts, outcome.out));
+    // A choice for the user to make (another --out, or --start-over): a usage error, exit 2.
+    throw recipes::RecipeError(conflicts_message(conflicts, outcome.out));
   }
   // Log lines also go to OUT/ablate.log until the end of the ablation.
   const io::LogFileScope log_file(outcome.out / "ablate.log");

@@ -49,7 +49,7 @@ struct AblationOutcome {
 /// Loads the ablation (RecipeError on a bad file or a variant whose recipe does not load),
 /// takes OUT/.lock (rota::Error when another rota ablate holds it), reads the records (OUT's
 /// and `records`; rota::Error for a damaged one) and, before anything is written, refuses
-/// with rota::Error naming the runs and their differing recipe fields when OUT holds runs or
+/// with RecipeError naming the runs and their differing recipe fields when OUT holds runs or
 /// records made with another recipe than the plan's (start_over: deletes those instead).
 /// Then copies the ablation file to OUT/ablation.txtpb; every planned run a record answers is
 /// taken from it (copied into OUT/records when it came from elsewhere); the rest of the

@@ -41,6 +41,7 @@
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
 #include "recipes/ablation.h"
+#include "recipes/recipe_error.h"
 #include "tests/framework/io/io_test_util.h"
 #include "tests/support/program.h"
 #include "tests/support/run_metrics.h"
@@ -682,7 +683,8 @@ TEST(Ablate, ARerunWithAnotherRecipeIsRefusedBeforeAnythingIsWritten) {
   try {
     ablate(ablation, out, 1, 4, changed);
     ADD_FAILURE() << "a rerun with another train.steps was not refused";
-  } catch (const Error& error) {
+  } catch (const recipes::RecipeError& error) {
+    EXPECT_EQ(app::exit_code_of(error), app::kExitUsage);  // exit 2: the user must choose
     const std::string message = error.what();
     EXPECT_NE(message.find("4 run(s) made with a different recipe"), std::string::npos) << message;
     EXPECT_NE(message.find("nope seed 1 (runs/nope/seed1): stage 1 train.steps: 6 -> 7"),
