@@ -5,9 +5,14 @@
 
 namespace rota::experiments {
 
-/// The CPU's model name as /proc/cpuinfo gives it ("AMD EPYC 7B13", "Intel(R) Xeon(R) ..."),
-/// with runs of spaces collapsed; "unknown CPU" where the file or the field is missing.
+/// The CPU as /proc/cpuinfo describes it: its model name with runs of spaces collapsed, then
+/// the x86 family and model numbers and the widest vector unit it has, "AMD EPYC (family 25
+/// model 17, AVX-512)" (a virtual machine's model name alone can hide which CPU it is);
+/// "unknown CPU" where the file says nothing.
 std::string cpu_model_name();
+
+/// cpu_model_name() from /proc/cpuinfo's text; empty when it names nothing.
+std::string cpu_description_from_cpuinfo(const std::string& cpuinfo);
 
 /// Parses the model name out of /proc/cpuinfo's text (the first "model name" field, else the
 /// first "Hardware", "cpu model" or "Processor" field); empty when there is none.

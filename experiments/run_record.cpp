@@ -2,17 +2,16 @@
 #include "experiments/run_record.h"
 
 #include <algorithm>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <google/protobuf/text_format.h>
-#include <google/protobuf/util/message_differencer.h>
 #include <nlohmann/json.hpp>
 
 #include "app/run/resume_policy.h"
 #include "data/util/sha256.h"
 #include "framework/base/error.h"
 #include "framework/base/file_io.h"
+#include "recipes/field_differences.h"
 #include "recipes/loader.h"
 
 namespace fs = std::filesystem;
@@ -22,12 +21,6 @@ namespace rota::experiments {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::string trimmed(const std::string& text) {
-  const size_t first = text.find_first_not_of(" \t");
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
-}
 
 }  // namespace
 
@@ -209,31 +202,7 @@ std::vector<std::string> recipe_differences(const std::string& recorded, const s
     const std::string line = app::first_difference(recorded, planned);
     return line.empty() ? std::vector<std::string>{} : std::vector<std::string>{line};
   }
-  std::string report;
-  pb::util::MessageDifferencer differencer;
-  differencer.ReportDifferencesToString(&report);
-  differencer.Compare(a, b);
-  // Lines like "modified: train.lr: 0.001 -> 0.002", "added: …", "deleted: …".
-  std::vector<std::string> fields;
-  std::istringstream lines(report);
-  size_t total = 0;
-  for (std::string line; std::getline(lines, line);) {
-    line = trimmed(line);
-    if (line.empty()) continue;
-    ++total;
-    for (const char* kind : {"modified: ", "added: ", "deleted: "}) {
-      if (line.rfind(kind, 0) == 0) {
-        const std::string what = line.substr(std::string(kind).size());
-        line = std::string(kind) == "modified: " ? what
-               : std::string(kind) == "added: "  ? what + " (planned only)"
-                                                 : what + " (recorded only)";
-        break;
-      }
-    }
-    if (fields.size() < limit) fields.push_back(line);
-  }
-  if (total > fields.size()) fields.push_back(fmt::format("… and {} more", total - fields.size()));
-  return fields;
+  return recipes::field_differences(a, b, "", limit, "recorded only", "planned only");
 }
 
 }  // namespace rota::experiments

@@ -495,15 +495,6 @@ void check_tokenizer(Checker& check, const Tokenizer& tokenizer) {
   }
 }
 
-// A prepared corpus carries its tokenizer: data.tokenizer.path would name a second one. (The
-// build options are not consulted, so a recipe written for the raw text works unchanged.)
-void check_prepared_tokenizer(Checker& check, const Tokenizer& tokenizer) {
-  if (tokenizer.has_path()) {
-    check.fail("data.tokenizer.path",
-               "not with data.prepared (the prepared directory's tokenizer is used)");
-  }
-}
-
 /// The extension of a path's last component, lower-cased ("" when none).
 std::string lower_extension(const std::string& path) {
   const size_t slash = path.find_last_of('/');
@@ -640,7 +631,6 @@ void check_data(Checker& check, const Recipe& recipe) {
     case Data::kPrepared:
       source_path = "data.prepared";
       if (data.prepared().empty()) check.fail(source_path, "must not be empty");
-      check_prepared_tokenizer(check, data.tokenizer());
       break;
     case Data::kFiles:
       check_files(check, recipe);

@@ -65,26 +65,51 @@ Tensor f32_logits(const Variable& logits) {
 
 }  // namespace
 
+LineContext causal_line_context(const data::Tokenizer& tokenizer, int64_t document_separator) {
+  LineContext context;
+  if (document_separator >= 0) {
+    context.lead = {document_separator};
+    return context;
+  }
+  context.lead_text = "\n";
+  context.lead = tokenizer.encode(context.lead_text);
+  if (context.lead.empty()) context.lead_text.clear();
+  return context;
+}
+
 std::vector<LineScore> causal_line_scores(const models::CausalLm& model,
                                           const data::Tokenizer& tokenizer,
-                                          const std::vector<std::string>& lines, int64_t context,
+                                          const std::vector<std::string>& lines,
+                                          const LineContext& line_context, int64_t context,
                                           int64_t batch_rows) {
   ROTA_CHECK(context >= 1 && batch_rows >= 1, "predict: context and batch rows must be >= 1");
   std::vector<LineScore> scores = encoded(tokenizer, lines);
-  const data::SpecialTokens& specials = tokenizer.specials();
-  const int64_t lead =
-      specials.has(data::SpecialToken::kBos)   ? specials.id(data::SpecialToken::kBos)
-      : specials.has(data::SpecialToken::kEos) ? specials.id(data::SpecialToken::kEos)
-                                               : -1;
-  const int64_t offset = lead >= 0 ? 1 : 0;  // stream position of ids[0]
-  // stream(i)[p]: the lead token, then the line's ids.
+  const std::vector<int64_t>& lead = line_context.lead;
+  if (!line_context.lead_text.empty()) {
+    // The line as it reads after the lead text, where that text keeps its own tokens.
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const std::vector<int64_t> after = tokenizer.encode(line_context.lead_text + lines[i]);
+      if (after.size() >= lead.size() && std::equal(lead.begin(), lead.end(), after.begin())) {
+        scores[i].ids.assign(after.begin() + static_cast<std::ptrdiff_t>(lead.size()), after.end());
+        scores[i].token_logprobs.assign(scores[i].ids.size(), 0.0);
+        scores[i].scored_mask.assign(scores[i].ids.size(), 0);
+      }
+    }
+  }
+  const int64_t offset = static_cast<int64_t>(lead.size());  // stream position of ids[0]
+  // stream(i)[p]: the lead, then the line's ids.
   const auto stream_at = [&](size_t line, int64_t p) {
-    return p < offset ? lead : scores[line].ids[static_cast<size_t>(p - offset)];
+    return p < offset ? lead[static_cast<size_t>(p)]
+                      : scores[line].ids[static_cast<size_t>(p - offset)];
   };
   std::vector<ScoreRow> rows;
   for (size_t i = 0; i < scores.size(); ++i) {
+    if (scores[i].ids.empty()) continue;
+    // Inputs from the lead's last token (all of a longer lead fits the first window when it
+    // can), targets from ids[0].
+    const int64_t first = std::max<int64_t>(0, offset - context);
     const int64_t inputs = static_cast<int64_t>(scores[i].ids.size()) + offset - 1;
-    for (int64_t start = 0; start < inputs; start += context) {
+    for (int64_t start = first; start < inputs; start += context) {
       rows.push_back({i, start, std::min(context, inputs - start), -1});
     }
   }
@@ -107,6 +132,7 @@ std::vector<LineScore> causal_line_scores(const models::CausalLm& model,
       const ScoreRow& row = batch[b];
       for (int64_t j = 0; j < row.length; ++j) {
         const int64_t target_position = row.start + j + 1;
+        if (target_position < offset) continue;  // a lead token
         const double logprob =
             log_probability(values + (b * L + j) * V, V, stream_at(row.line, target_position));
         record(scores[row.line], target_position - offset, logprob);

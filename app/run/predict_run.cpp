@@ -13,6 +13,7 @@
 #include "app/run/exit_codes.h"
 #include "app/run/lm_line_scores.h"
 #include "app/run/prediction_inputs.h"
+#include "app/setup/document_setup.h"
 #include "app/setup/precision_setup.h"
 #include "app/tasks/causal_lm_task.h"
 #include "app/tasks/checkpoint_task.h"
@@ -190,9 +191,15 @@ int run_prediction(const PredictRequest& request) {
   } else if (auto* causal = dynamic_cast<CausalLmTask*>(&task)) {
     std::vector<std::string> texts;
     for (const PredictionExample& example : examples) texts.push_back(example.text);
+    // A line reads as a record when each training record was a document, else as a line.
+    const recipes::Recipe& recipe = causal->recipe();
+    const int64_t record_separator = document_boundary(recipe) == data::DocumentBoundary::kRecords
+                                         ? document_separator_token(recipe, causal->tokenizer())
+                                         : -1;
     const std::vector<LineScore> scores =
         causal_line_scores(causal->causal_lm(), causal->tokenizer(), texts,
-                           causal->recipe().data().sequence_length(), request.batch_size);
+                           causal_line_context(causal->tokenizer(), record_separator),
+                           recipe.data().sequence_length(), request.batch_size);
     write_line_scores(task.tokenizer(), examples, scores, false, request, sink);
   } else if (auto* masked = dynamic_cast<MaskedLmTask*>(&task)) {
     std::vector<std::string> texts;

@@ -33,6 +33,42 @@ bool documents_need_separator_token(const recipes::Recipe& recipe) {
          !recipe.data().has_document_separator();
 }
 
+int64_t document_separator_token(const recipes::Recipe& recipe, const data::Tokenizer& tokenizer) {
+  const recipes::Data& d = recipe.data();
+  const data::DocumentBoundary boundary = document_boundary(recipe);
+  if (d.has_document_separator()) {
+    const std::string& text = d.document_separator();
+    const std::vector<int64_t> ids = tokenizer.encode(text);
+    if (ids.size() != 1) {
+      throw recipes::RecipeError(fmt::format(
+          "data.document_separator: '{}' encodes to {} tokens with this tokenizer; packed "
+          "documents need a separator that is exactly one token (e.g. a special token the "
+          "tokenizer keeps whole{})",
+          text, ids.size(),
+          boundary == data::DocumentBoundary::kNone
+              ? ""
+              : ", or leave it unset so the tokenizer's <sep> or <eos> ends the documents"));
+    }
+    return ids[0];
+  }
+  if (boundary != data::DocumentBoundary::kNone) {
+    const data::SpecialTokens& specials = tokenizer.specials();
+    const int64_t separator =
+        specials.has(data::SpecialToken::kSep)   ? specials.id(data::SpecialToken::kSep)
+        : specials.has(data::SpecialToken::kEos) ? specials.id(data::SpecialToken::kEos)
+                                                 : -1;
+    if (separator < 0) {
+      throw recipes::RecipeError(fmt::format(
+          "data.documents: the {} tokenizer has neither a <sep> nor an <eos> token to end each "
+          "document with; set data.document_separator to text it encodes to one token that the "
+          "data never contains",
+          tokenizer.kind()));
+    }
+    return separator;
+  }
+  return -1;
+}
+
 DocumentSettings document_settings(const recipes::Recipe& recipe,
                                    const data::Tokenizer& tokenizer) {
   const recipes::Data& d = recipe.data();
@@ -53,34 +89,7 @@ DocumentSettings document_settings(const recipes::Recipe& recipe,
               : std::string("documents ") + data::document_boundary_name(manifest->documents)));
     }
   }
-  if (d.has_document_separator()) {
-    const std::string& text = d.document_separator();
-    const std::vector<int64_t> ids = tokenizer.encode(text);
-    if (ids.size() != 1) {
-      throw recipes::RecipeError(fmt::format(
-          "data.document_separator: '{}' encodes to {} tokens with this tokenizer; packed "
-          "documents need a separator that is exactly one token (e.g. a special token the "
-          "tokenizer keeps whole{})",
-          text, ids.size(),
-          settings.boundary == data::DocumentBoundary::kNone
-              ? ""
-              : ", or leave it unset so the tokenizer's <sep> or <eos> ends the documents"));
-    }
-    settings.separator = ids[0];
-  } else if (settings.boundary != data::DocumentBoundary::kNone) {
-    const data::SpecialTokens& specials = tokenizer.specials();
-    settings.separator =
-        specials.has(data::SpecialToken::kSep)   ? specials.id(data::SpecialToken::kSep)
-        : specials.has(data::SpecialToken::kEos) ? specials.id(data::SpecialToken::kEos)
-                                                 : -1;
-    if (settings.separator < 0) {
-      throw recipes::RecipeError(fmt::format(
-          "data.documents: the {} tokenizer has neither a <sep> nor an <eos> token to end each "
-          "document with; set data.document_separator to text it encodes to one token that the "
-          "data never contains",
-          tokenizer.kind()));
-    }
-  }
+  settings.separator = document_separator_token(recipe, tokenizer);
   if (manifest) {
     if (manifest->document_end_token != settings.separator) {
       throw recipes::RecipeError(fmt::format(

@@ -24,6 +24,11 @@ data::DocumentBoundary document_boundary(const recipes::Recipe& recipe);
 /// data.document_separator names the token.
 bool documents_need_separator_token(const recipes::Recipe& recipe);
 
+/// The token that ends every document of the run (document_settings' separator, without
+/// consulting a prepared directory), −1 without packed documents. Throws recipes::RecipeError
+/// as document_settings does.
+int64_t document_separator_token(const recipes::Recipe& recipe, const data::Tokenizer& tokenizer);
+
 /// The run's packed documents with this tokenizer. The separator: data.document_separator,
 /// which must encode to exactly one token; else, with documents the source marks, the
 /// tokenizer's <sep>, else its <eos>. With data.prepared and source-marked documents the

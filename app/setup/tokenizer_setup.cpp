@@ -10,6 +10,7 @@
 #include "app/setup/prepared_setup.h"
 #include "data/corpus/corpus.h"
 #include "data/dataset/tsv.h"
+#include "data/prepared/tokenizer_digest.h"
 #include "data/tokenizer/open_tokenizer.h"
 #include "data/tokenizer/sentencepiece_model_type.h"
 #include "data/tokenizer/sentencepiece_tokenizer.h"
@@ -140,8 +141,22 @@ std::shared_ptr<const data::Tokenizer> obtain_tokenizer(
     const recipes::Recipe& recipe, const std::optional<fs::path>& checkpoint_dir,
     const data::DataOptions& data_options) {
   if (checkpoint_dir) return data::load_tokenizer(*checkpoint_dir);
-  if (recipe.data().has_prepared()) return prepared_tokenizer(recipe);
   const recipes::Tokenizer& t = recipe.data().tokenizer();
+  if (recipe.data().has_prepared()) {
+    std::shared_ptr<const data::Tokenizer> tokenizer = prepared_tokenizer(recipe);
+    // A recipe written for the raw text may name the tokenizer file the directory was
+    // prepared with; any other would read the ids with another vocabulary.
+    if (t.has_path() &&
+        data::tokenizer_digest(*open_recipe_tokenizer(t)) != data::tokenizer_digest(*tokenizer)) {
+      throw recipes::RecipeError(fmt::format(
+          "data.tokenizer.path: {} is not the tokenizer the prepared directory {} was made "
+          "with (a {} tokenizer of {} ids); leave the path out (--unset data.tokenizer.path) to "
+          "train with the directory's own, or prepare the directory again with this tokenizer "
+          "(rota data prepare RECIPE --out DIR)",
+          t.path(), recipe.data().prepared(), tokenizer->kind(), tokenizer->vocab_size()));
+    }
+    return tokenizer;
+  }
   if (t.has_path()) return open_recipe_tokenizer(t);
   if (recipe.has_finetune()) {
     const fs::path source = io::resolve_checkpoint(recipe.finetune().init_from());

@@ -61,9 +61,26 @@ void narrow_ids(std::span<const int64_t> ids, TokenWidth width, void* out) {
   }
 }
 
+int64_t first_id_at_or_above(const void* data, TokenWidth width, int64_t offset, int64_t count,
+                             int64_t limit) {
+  const auto scan = [&](const auto* ids) -> int64_t {
+    ids += offset;
+    // The maximum first (vectorised), the position only when there is one.
+    int64_t top = 0;
+    for (int64_t i = 0; i < count; ++i) top = std::max<int64_t>(top, ids[i]);
+    if (top < limit) return -1;
+    for (int64_t i = 0; i < count; ++i) {
+      if (static_cast<int64_t>(ids[i]) >= limit) return i;
+    }
+    return -1;
+  };
+  return width == TokenWidth::kU16 ? scan(static_cast<const uint16_t*>(data))
+                                   : scan(static_cast<const uint32_t*>(data));
+}
+
 TokenSequence::TokenSequence(TokenWidth width, std::vector<Segment> segments,
-                             std::shared_ptr<const void> owner)
-    : width_(width), owner_(std::move(owner)) {
+                             std::shared_ptr<const void> owner, TokenIdCheck id_check)
+    : width_(width), owner_(std::move(owner)), id_check_(std::move(id_check)) {
   for (const Segment& segment : segments) {
     ROTA_CHECK(segment.size >= 0 && (segment.size == 0 || segment.data != nullptr),
                "token sequence: bad segment of {} ids", segment.size);
@@ -118,6 +135,16 @@ void TokenSequence::copy_to(int64_t start, int64_t count, int64_t* out) const {
       widen<uint16_t>(segments_[s].data, offset, n, out);
     } else {
       widen<uint32_t>(segments_[s].data, offset, n, out);
+    }
+    if (id_check_.limit > 0) {
+      int64_t top = 0;
+      for (int64_t i = 0; i < n; ++i) top = std::max(top, out[i]);
+      if (top >= id_check_.limit) {
+        const int64_t at =
+            first_id_at_or_above(segments_[s].data, width_, offset, n, id_check_.limit);
+        fail("data: {} holds id {} at position {}, outside the vocabulary [0, {}){}",
+             segments_[s].source, out[at], offset + at, id_check_.limit, id_check_.advice);
+      }
     }
     if (segments_[s].mapped)
       release_pages(segments_[s].data, segments_[s].size, offset, n, token_bytes(width_));

@@ -22,6 +22,14 @@ inline int64_t token_bytes(TokenWidth width) {
   return static_cast<int64_t>(width);
 }
 
+/// Ids every copy of a TokenSequence checks (a file's ids can be damaged after they were
+/// written): each must be below `limit` (0: unchecked), else the copy throws naming the
+/// segment, the position and the id, followed by `advice`.
+struct TokenIdCheck {
+  int64_t limit = 0;
+  std::string advice;
+};
+
 /// The ids of one split, read-only: one or more contiguous segments of ids of one width
 /// (owned vectors, or memory-mapped shard files), seen as one sequence. The owner keeps the
 /// segments' memory alive. Copying a window into int64 rows is the only hot operation.
@@ -34,8 +42,11 @@ class TokenSequence {
     /// (madvise MADV_DONTNEED; they stay in the page cache), so random windows over a large
     /// shard do not pile up in the process's resident memory.
     bool mapped = false;
+    /// What the segment is, for errors ("shard train-00001.bin of the prepared corpus D").
+    std::string source;
   };
-  TokenSequence(TokenWidth width, std::vector<Segment> segments, std::shared_ptr<const void> owner);
+  TokenSequence(TokenWidth width, std::vector<Segment> segments, std::shared_ptr<const void> owner,
+                TokenIdCheck id_check = TokenIdCheck());
 
   /// Number of ids (N).
   int64_t size() const { return size_; }
@@ -43,7 +54,7 @@ class TokenSequence {
   /// Id i, in [0, size()).
   int64_t at(int64_t i) const;
   /// Copies ids [start, start + count) into out (count int64 values); the range must lie inside
-  /// [0, size()) (checked).
+  /// [0, size()) (checked), and so must the ids, below the TokenIdCheck's limit when it has one.
   void copy_to(int64_t start, int64_t count, int64_t* out) const;
   /// All ids as int64 (tests and small splits).
   std::vector<int64_t> to_vector() const;
@@ -53,8 +64,14 @@ class TokenSequence {
   std::vector<Segment> segments_;
   std::vector<int64_t> starts_;  // first id of each segment; starts_.back() == size_
   std::shared_ptr<const void> owner_;
+  TokenIdCheck id_check_;
   int64_t size_ = 0;
 };
+
+/// The position (relative to `offset`) of the first of `count` ids from `offset` of `data` (ids
+/// of `width`) that is >= limit, or -1 when all are below it.
+int64_t first_id_at_or_above(const void* data, TokenWidth width, int64_t offset, int64_t count,
+                             int64_t limit);
 
 /// Appends ids into owned memory of one width; ids outside the width's range are an error.
 /// Memory grows in fixed chunks (segments of the sequence), never by copying what is there, so

@@ -13,12 +13,18 @@
 namespace rota::data {
 
 /// A directory written by prepare_corpus. open() checks what is cheap: the manifest's format
-/// and version, that every shard exists with the size the manifest says, and that the saved
-/// tokenizer's files hash to the manifest's tokenizer sha256. Shard contents are hashed only by
-/// verify_prepared (and at prepare time).
+/// and version, that every shard exists with the size the manifest says, that the saved
+/// tokenizer's files hash to the manifest's tokenizer sha256, and a bound on each shard's ids
+/// (a sample of kIdSampleIds ids spread over the shard, all of a small one, must lie inside the
+/// vocabulary). Shard contents are hashed, and every id checked, only by verify_prepared (and
+/// at prepare time); split_stream's reads check every id they copy.
 class PreparedCorpus {
  public:
   static PreparedCorpus open(const std::filesystem::path& dir);
+  /// Ids open() checks per shard: its first and last kIdSampleBlock ids and evenly spaced
+  /// blocks of that size in between.
+  static constexpr int64_t kIdSampleIds = int64_t{1} << 17;
+  static constexpr int64_t kIdSampleBlock = 4096;
 
   const std::filesystem::path& dir() const { return dir_; }
   const PreparedManifest& manifest() const { return manifest_; }
@@ -42,8 +48,9 @@ struct VerifyResult {
   int64_t shards = 0;
   int64_t bytes = 0;
 };
-/// open() and the sha256 of every shard against the manifest; throws naming the first
-/// mismatching file.
+/// The manifest and tokenizer checks of open(), then every shard in full: present, of the
+/// manifest's size and sha256, every id inside the vocabulary. Throws one error naming every
+/// damaged shard and what is wrong with each.
 VerifyResult verify_prepared(const std::filesystem::path& dir);
 
 }  // namespace rota::data

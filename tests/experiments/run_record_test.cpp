@@ -191,5 +191,23 @@ TEST(HostFacts, ReadsTheCpuModelOfEachArchitecture) {
   EXPECT_FALSE(cpu_model_name().empty());
 }
 
+TEST(HostFacts, CpuDescriptionNamesFamilyModelAndWidestVectorUnit) {
+  const std::string epyc =
+      "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
+      "model name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2 avx512f avx512_bf16\n"
+      "processor\t: 1\ncpu family\t: 99\nmodel\t\t: 1\nmodel name\t: other\n";
+  EXPECT_EQ(cpu_description_from_cpuinfo(epyc), "AMD EPYC (family 25 model 17, AVX-512)");
+  const std::string xeon =
+      "cpu family : 6\nmodel : 143\nmodel name : Intel(R) Xeon(R) Platinum 8481C CPU\n"
+      "flags : avx2 avx512f amx_bf16 amx_tile\n";
+  EXPECT_EQ(cpu_description_from_cpuinfo(xeon),
+            "Intel(R) Xeon(R) Platinum 8481C CPU (family 6 model 143, AMX)");
+  EXPECT_EQ(cpu_description_from_cpuinfo("model name : Old\nflags : sse2 avx2x\n"), "Old");
+  EXPECT_EQ(cpu_description_from_cpuinfo("cpu family : 23\nmodel : 49\nflags : avx2\n"),
+            "unknown CPU (family 23 model 49, AVX2)");
+  EXPECT_EQ(cpu_description_from_cpuinfo("processor : 0\nHardware : Planted SoC\n"), "Planted SoC");
+  EXPECT_EQ(cpu_description_from_cpuinfo(""), "");
+}
+
 }  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::experiments

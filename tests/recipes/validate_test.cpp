@@ -273,9 +273,6 @@ const Rule kRules[] = {
     {"classifier_cannot_use_prepared",
      {"model.kind=CLASSIFIER", "model.classifier.num_classes=2", "data.prepared=/tmp/p"},
      "data.prepared: a CLASSIFIER needs labelled TSV data"},
-    {"prepared_has_its_own_tokenizer_path",
-     {"data.prepared=/tmp/p", "data.tokenizer.path=/tmp/tok"},
-     "data.tokenizer.path: not with data.prepared (the prepared directory's tokenizer is used)"},
     {"language_model_needs_text",
      {"data.corpus=sst-2"},
      "data.corpus: a CAUSAL_LM trains on running text (corpus tinyshakespeare or wikitext-2, or "

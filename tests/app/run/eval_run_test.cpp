@@ -304,5 +304,25 @@ TEST(EvalStride, SlidingWindowsScoreTheSameTokensAndFullStrideIsThePlainEvaluati
             std::string::npos);
 }
 
+// --set on a model field that changes the model's shape is refused naming the field and both
+// values, not as a list of every tensor that no longer fits.
+TEST(EvalOverrides, AModelOfAnotherShapeIsRefusedNamingTheChangedFields) {
+  TempDir dir;
+  const fs::path run = dir.path() / "run";
+  train_tiny("tiny_causal_lm", "{lrpe {type: 2}}", run);
+  EvalRequest args = test_split_request(run, 0);
+  args.batches = 1;
+  args.overrides = {"model.layers=3", "model.ffn_width=48"};
+  const std::string message = refusal(args);
+  EXPECT_NE(message.find("model.layers: 2 -> 3"), std::string::npos) << message;
+  EXPECT_NE(message.find("model.ffn_width: 64 -> 48"), std::string::npos) << message;
+  EXPECT_NE(message.find("leave these model fields out of --set"), std::string::npos) << message;
+  EXPECT_EQ(message.find("problem(s)"), std::string::npos) << message;
+  // A field that keeps the shape (the attention's chunk) evaluates.
+  args.overrides = {"model.attention.linear.chunk_size=4"};
+  const EvalOutput out = captured_evaluation(args);
+  EXPECT_NE(out.metrics.find("loss="), std::string::npos) << out.metrics;
+}
+
 }  // namespace ROTA_TEST_FILE_NS
 }  // namespace rota::app

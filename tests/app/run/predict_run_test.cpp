@@ -1,4 +1,5 @@
 // `rota predict`: line scores equal the models' own losses; classifier probabilities.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -126,10 +127,18 @@ TEST_P(CausalPredict, LineScoresAreTheModelsLossOnTheLine) {
   for (size_t i = 0; i < kLines.size(); ++i) {
     const json& record = records[i];
     EXPECT_EQ(record["line"], static_cast<int64_t>(i + 1));
+    // The line as it reads after a line break in training text: byte 10, or the word
+    // tokenizer's <eos> (which it writes for a line break).
+    const std::vector<int64_t> line_break = tokenizer.encode("\n");
+    ASSERT_EQ(line_break.size(), 1u);
+    if (std::string(GetParam()) == "WORD") {
+      EXPECT_EQ(line_break[0], specials.id(data::SpecialToken::kEos));
+    } else {
+      EXPECT_EQ(line_break[0], int64_t{'\n'});
+    }
     std::vector<int64_t> stream = tokenizer.encode(kLines[i]);
     EXPECT_EQ(record["tokens"], static_cast<int64_t>(stream.size()));
-    const bool lead = specials.has(data::SpecialToken::kEos);
-    if (lead) stream.insert(stream.begin(), specials.id(data::SpecialToken::kEos));
+    stream.insert(stream.begin(), line_break[0]);
     const int64_t targets = static_cast<int64_t>(stream.size()) - 1;
     EXPECT_EQ(record["scored"], std::max<int64_t>(targets, 0));
     if (targets <= 0) {
@@ -158,6 +167,131 @@ TEST_P(CausalPredict, LineScoresAreTheModelsLossOnTheLine) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, CausalPredict, ::testing::Values("BYTE", "WORD"));
+
+std::string tokenizer_golden(const std::string& name) {
+  return std::string(ROTA_SOURCE_DIR) + "/tests/golden/tokenizers/" + name;
+}
+
+// A model whose logits at t depend on token t alone: every attention output projection zeroed
+// (the recipe has no absolute positions), so it scores a token by the one before it.
+void make_previous_token_model(models::CausalLm& model) {
+  int zeroed = 0;
+  for (auto& [name, parameter] : model.named_parameters()) {
+    if (name.find(".attn.out_proj.") == std::string::npos) continue;
+    parameter.set_data(zeros_like(parameter.data()));
+    ++zeroed;
+  }
+  ASSERT_GE(zeroed, 2);  // two layers
+}
+
+class CausalPredictContext : public ::testing::TestWithParam<std::vector<std::string>> {};
+
+// A line is scored after the context it has in training text: with a model that looks only at
+// the previous token, each scored token's log-probability is the one it gets where the line
+// sits in the training form of a text holding it (the tokenizer's encoding of the whole text),
+// first token included.
+TEST_P(CausalPredictContext, EveryTokenIsScoredAfterWhatPrecedesItInTrainingText) {
+  TempDir dir;
+  const fs::path run = dir.path() / "run";
+  train_tiny("tiny_causal_lm", GetParam(), run);
+  CheckpointTask loaded = load_checkpoint_task(run.string());
+  auto& task = dynamic_cast<CausalLmTask&>(*loaded.task);
+  make_previous_token_model(task.causal_lm());
+  const data::Tokenizer& tokenizer = task.tokenizer();
+
+  const std::vector<std::string> lines = {
+      "ROMEO: But soft, what light through yonder window breaks?",
+      " It is the east, and Juliet is the sun.", "x", "Arise, fair sun"};
+  std::string text = "Before the lines.\n";
+  for (const std::string& line : lines) text += line + "\n";
+  const std::vector<int64_t> stream = tokenizer.encode(text);
+  NoGradGuard no_grad;
+  const int64_t n = static_cast<int64_t>(stream.size());
+  Tensor ids = Tensor::empty({1, n}, DType::kI64);
+  std::copy(stream.begin(), stream.end(), ids.data<int64_t>());
+  Tensor logits = task.causal_lm().forward(ids).data().contiguous();  // [1, n, V]
+  if (logits.dtype() != DType::kF32) logits = logits.to(DType::kF32);
+  const int64_t V = logits.size(2);
+  const auto stream_logprob = [&](int64_t position) {  // log p(stream[position] | before)
+    const float* row = logits.data<float>() + (position - 1) * V;
+    double top = row[0];
+    for (int64_t v = 1; v < V; ++v) top = std::max(top, static_cast<double>(row[v]));
+    double total = 0;
+    for (int64_t v = 0; v < V; ++v) total += std::exp(row[v] - top);
+    return row[stream[static_cast<size_t>(position)]] - top - std::log(total);
+  };
+
+  const LineContext context = causal_line_context(tokenizer, -1);
+  ASSERT_FALSE(context.lead.empty()) << "every tokenizer here writes line breaks";
+  const std::vector<LineScore> scores =
+      causal_line_scores(task.causal_lm(), tokenizer, lines, context, 32, 3);
+  int64_t cursor = 1;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::vector<int64_t>& line = scores[i].ids;
+    ASSERT_FALSE(line.empty());
+    // Where the line's tokens sit in the training form.
+    const auto at = std::search(stream.begin() + cursor, stream.end(), line.begin(), line.end());
+    ASSERT_NE(at, stream.end()) << "line " << i << " reads differently in training text";
+    const int64_t start = at - stream.begin();
+    EXPECT_EQ(scores[i].scored, static_cast<int64_t>(line.size())) << "line " << i;
+    for (size_t j = 0; j < line.size(); ++j) {
+      ASSERT_EQ(scores[i].scored_mask[j], 1) << "line " << i << " token " << j;
+      const double expected = stream_logprob(start + static_cast<int64_t>(j));
+      EXPECT_NEAR(scores[i].token_logprobs[j], expected, 1e-4 * std::max(1.0, std::abs(expected)))
+          << "line " << i << " token " << j;
+    }
+    cursor = start + static_cast<int64_t>(line.size());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Tokenizers, CausalPredictContext,
+    ::testing::Values(
+        std::vector<std::string>{"data.tokenizer.kind=BYTE"},
+        std::vector<std::string>{"data.tokenizer.kind=CHAR"},
+        std::vector<std::string>{"data.tokenizer.kind=WORD"},
+        std::vector<std::string>{"data.tokenizer.kind=HUGGINGFACE",
+                                 "data.tokenizer.path=" + tokenizer_golden("gpt2_bpe.json")},
+        std::vector<std::string>{"data.tokenizer.kind=HUGGINGFACE",
+                                 "data.tokenizer.path=" + tokenizer_golden("llama2_bpe.json")},
+        std::vector<std::string>{
+            "data.tokenizer.kind=HUGGINGFACE",
+            "data.tokenizer.path=" + tokenizer_golden("unigram_metaspace.json")}));
+
+// With records as documents, `rota predict` scores a line as a record: after the separator
+// that ends the record before it in the training stream (here the <sep> Rota adds to the byte
+// tokenizer), not after a line break.
+TEST(CausalPredictContext, RecordsAreScoredAfterTheDocumentSeparator) {
+  TempDir dir;
+  {
+    std::ofstream out(dir.path() / "a.jsonl");
+    for (int i = 0; i < 400; ++i) {
+      out << "{\"text\": \"record " << i << ", word " << (i * 7919) % 1000 << "\"}\n";
+    }
+  }
+  const fs::path run = dir.path() / "run";
+  train_tiny("tiny_causal_lm",
+             {"data.files={train: \"" + (dir.path() / "a.jsonl").string() +
+                  "\" text_field: \"text\" valid_fraction: 0.05}",
+              "data.documents=RECORDS"},
+             run);
+  const fs::path input = write_lines(dir.path() / "lines.txt");
+  const std::vector<json> records = predict(run, input, 2, dir.path() / "out.jsonl");
+  ASSERT_EQ(records.size(), kLines.size());
+  CheckpointTask loaded = load_checkpoint_task(run.string());
+  auto& task = dynamic_cast<CausalLmTask&>(*loaded.task);
+  const int64_t sep = task.tokenizer().specials().id(data::SpecialToken::kSep);
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < kLines.size(); ++i) {
+    std::vector<int64_t> stream = task.tokenizer().encode(kLines[i]);
+    if (stream.empty()) continue;
+    stream.insert(stream.begin(), sep);
+    EXPECT_EQ(records[i]["scored"], static_cast<int64_t>(stream.size()) - 1);
+    const double expected = -summed_causal_loss(task.causal_lm(), stream, 32);
+    EXPECT_NEAR(records[i]["logprob"].get<double>(), expected, 1e-4 * std::abs(expected))
+        << "line " << i;
+  }
+}
 
 TEST(MaskedPredict, PseudoLogLikelihoodMasksEachOrdinaryTokenInTurn) {
   TempDir dir;

@@ -212,6 +212,33 @@ TEST(PrepareRun, DocumentsTheSourceMarksTrainBitIdenticallyFromThePreparedDirect
       {"data.documents: RECORDS, but the prepared directory", "no documents marked"});
 }
 
+// A recipe written for the raw text with its own tokenizer file trains on the directory
+// prepared with that file by adding only data.prepared; a different file is refused naming
+// the fix, before anything is trained.
+TEST(PrepareRun, ARecipesOwnTokenizerFileMayStayWhenItIsTheDirectorysTokenizer) {
+  TempDir tmp;
+  const std::string tokenizers = std::string(ROTA_SOURCE_DIR) + "/tests/golden/tokenizers/";
+  const std::string gpt2 = "data.tokenizer.path=" + tokenizers + "gpt2_bpe.json";
+  const std::vector<std::string> short_run = {"train.steps=2", "train.eval_every=2",
+                                              "train.eval_batches=1",
+                                              "data.tokenizer.kind=HUGGINGFACE"};
+  const fs::path prepared = tmp / "prepared";
+  ASSERT_EQ(prepare("tiny_causal_lm", prepared, {gpt2, "data.tokenizer.kind=HUGGINGFACE"}),
+            kExitOk);
+  std::vector<std::string> sets = short_run;
+  sets.push_back(gpt2);
+  sets.push_back("data.prepared=" + prepared.string());
+  EXPECT_EQ(train("tiny_causal_lm", tmp / "same", sets), kExitOk);
+
+  sets = short_run;
+  sets.push_back("data.tokenizer.path=" + tokenizers + "llama2_bpe.json");
+  sets.push_back("data.prepared=" + prepared.string());
+  expect_failure([&] { train("tiny_causal_lm", tmp / "other", sets); },
+                 {"data.tokenizer.path: " + tokenizers + "llama2_bpe.json is not the tokenizer",
+                  "--unset data.tokenizer.path", "rota data prepare"});
+  EXPECT_FALSE(fs::exists(tmp / "other" / "metrics.jsonl"));
+}
+
 TEST(PrepareRun, ResumeFromAPreparedDirectoryIsBitExact) {
   TempDir tmp;
   const fs::path prepared = tmp / "prepared";

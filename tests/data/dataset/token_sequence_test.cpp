@@ -111,6 +111,28 @@ TEST(TokenSequence, WindowsAcrossSegmentsEqualTheConcatenation) {
   expect_error([&] { seq->copy_to(-1, 1, &one); }, "outside");
 }
 
+// With an id bound, every copy checks the ids it reads: one outside the vocabulary throws
+// naming the segment, its position there and the id; copies that miss it read as before.
+TEST(TokenSequence, ACopyMeetingAnIdOutsideTheBoundNamesTheSegmentAndPosition) {
+  std::vector<uint16_t> first = {1, 2, 3, 4};
+  std::vector<uint16_t> second = {5, 6, 900, 7};
+  std::vector<TokenSequence::Segment> segments = {{first.data(), 4, false, "shard a"},
+                                                  {second.data(), 4, false, "shard b"}};
+  const TokenSequence seq(TokenWidth::kU16, segments, nullptr, TokenIdCheck{100, "; verify it"});
+  std::vector<int64_t> out(8);
+  seq.copy_to(0, 6, out.data());
+  EXPECT_EQ(out[5], 6);
+  expect_error([&] { seq.copy_to(3, 4, out.data()); },
+               "data: shard b holds id 900 at position 2, outside the vocabulary [0, 100); "
+               "verify it");
+  EXPECT_EQ(first_id_at_or_above(second.data(), TokenWidth::kU16, 1, 3, 100), 1);
+  EXPECT_EQ(first_id_at_or_above(second.data(), TokenWidth::kU16, 0, 2, 100), -1);
+  // Without a bound the ids are copied as they are.
+  const TokenSequence unchecked(TokenWidth::kU16, segments, nullptr);
+  unchecked.copy_to(3, 4, out.data());
+  EXPECT_EQ(out[3], 900);
+}
+
 void expect_same_batch(const LmBatch& a, const LmBatch& b) {
   ASSERT_EQ(a.tokens.numel(), b.tokens.numel());
   const size_t n = static_cast<size_t>(a.tokens.numel());

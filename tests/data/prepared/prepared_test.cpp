@@ -267,13 +267,34 @@ TEST(PreparedCorpus, DamageIsReportedNamingTheFile) {
   dir = copy("missing");
   fs::remove(dir / shard);
   expect_error([&] { PreparedCorpus::open(dir); }, {shard, "missing"});
-  // A flipped byte keeps the size: open() accepts it, verify finds it.
+  // A changed id inside the vocabulary keeps the size: open() accepts it, verify finds it.
+  // Ids are little-endian uint16 here: byte 2 is the low byte of id 1.
   dir = copy("flipped");
   std::string bytes = read_file(dir / shard);
-  bytes[3] ^= 1;
+  const int id1 = static_cast<unsigned char>(bytes[2]);
+  bytes[2] = static_cast<char>(id1 == 0 ? 1 : id1 - 1);
   write_bytes(dir / shard, bytes);
   EXPECT_NO_THROW(PreparedCorpus::open(dir));
   expect_error([&] { verify_prepared(dir); }, {shard, "sha256"});
+  // An id outside the vocabulary in a small shard is found when the directory is opened,
+  // naming the shard and `rota data verify`; verify names every damaged shard.
+  dir = copy("out-of-vocabulary");
+  bytes = read_file(dir / shard);
+  bytes[3] = static_cast<char>(0x7f);  // id 1 >= 32,512 > the vocabulary
+  write_bytes(dir / shard, bytes);
+  expect_error([&] { PreparedCorpus::open(dir); },
+               {shard, "outside the vocabulary [0, " + std::to_string(m.vocab_size) + ")",
+                "rota data verify"});
+  const std::string first_shard = m.splits[0].shards[0].file;
+  std::string other_bytes = read_file(dir / first_shard);
+  other_bytes[0] ^= 1;
+  write_bytes(dir / first_shard, other_bytes);
+  size_t shards = 0;
+  for (const SplitInfo& split : m.splits) shards += split.shards.size();
+  expect_error(
+      [&] { verify_prepared(dir); },
+      {"2 of the " + std::to_string(shards) + " shards", first_shard + " (split 'train'): sha256",
+       shard + " (split 'train'): sha256", "at position 1, outside the vocabulary"});
   // Another manifest version, or no manifest (an interrupted prepare).
   dir = copy("version");
   std::string manifest = read_file(dir / "manifest.json");
