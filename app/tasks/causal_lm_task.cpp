@@ -213,8 +213,28 @@ train::Metrics CausalLmTask::evaluate_split(const std::string& split, int64_t ma
     const distributed::ShardedSums::Totals totals = sums.totals();
     ROTA_CHECK(totals.ints[0] > 0, "eval: the {} split has no targets", split);
     const double loss = totals.doubles[0] / static_cast<double>(totals.ints[0]);
-    return {
-        {"loss", loss}, {"ppl", std::exp(loss)}, {"tokens", static_cast<double>(totals.ints[0])}};
+    // What the figure measures: the lanes' first `lane_positions` positions of `lane_length`.
+    // With train.eval_batches the validation during training stops short of the lanes' ends,
+    // so its tokens have less context before them than the whole split's.
+    const data::LaneWindows layout(split_tokens(split), recipe().data().sequence_length(),
+                                   eval_batch_size(), data::padding_id(tokenizer()));
+    const int64_t windows =
+        max_batches > 0 ? std::min(max_batches, layout.batches()) : layout.batches();
+    const int64_t reached = std::min(windows * layout.seq_len(), layout.lane_length());
+    if (reached < layout.lane_length() && !partial_lanes_noted_) {
+      partial_lanes_noted_ = true;
+      io::log_info(
+          "{}: with train.carry_state each of the {} lanes is scored over its first {} "
+          "positions of {} ({} windows per lane, train.eval_batches); the whole split "
+          "(`rota eval RUN --split {}`, or train.eval_batches: 0) scores every position, with "
+          "more context before it, and can give another loss",
+          split, layout.lanes(), reached, layout.lane_length(), windows, split);
+    }
+    return {{"loss", loss},
+            {"ppl", std::exp(loss)},
+            {"tokens", static_cast<double>(totals.ints[0])},
+            {"lane_positions", static_cast<double>(reached)},
+            {"lane_length", static_cast<double>(layout.lane_length())}};
   }
   const data::CausalLmDataset dataset = eval_dataset(split);
   data::BatchLoader loader(dataset.size(), evaluation_loader_options());

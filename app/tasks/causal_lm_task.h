@@ -62,6 +62,7 @@ class CausalLmTask : public Task {
   const bool carry_state_;                  // train.carry_state
   models::CausalLm::CarriedState carried_;  // training: this rank's lanes' states
   mutable std::string carried_file_;        // the gathered states, set by save_state
+  bool partial_lanes_noted_ = false;        // the log said what a partial lane evaluation is
 };
 
 }  // namespace rota::app

@@ -87,6 +87,12 @@ TEST(StatefulEvaluation, EqualsEveryLaneReadWholeInOnePass) {
     EXPECT_EQ(train::metric_value(metrics, "tokens"), static_cast<double>(expected.tokens));
     const double loss = expected.loss_sum / static_cast<double>(expected.tokens);
     EXPECT_NEAR(train::metric_value(metrics, "loss"), loss, 2e-6 * loss);
+    // The figure says how far into its lanes it reached: lanes of ceil(usable / 4) tokens.
+    const int64_t usable = task->split_tokens("valid")->size() - 1;
+    const int64_t lane_length = (usable + 3) / 4;
+    EXPECT_EQ(train::metric_value(metrics, "lane_length"), static_cast<double>(lane_length));
+    EXPECT_EQ(train::metric_value(metrics, "lane_positions"),
+              static_cast<double>(max_batches > 0 ? max_batches * 32 : lane_length));
   }
   // By position: position p of a lane (1-based) in bucket floor(log2 p), over the whole lanes.
   const std::vector<PositionBucket> buckets = task->evaluate_by_position("valid", 0);
