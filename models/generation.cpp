@@ -3,88 +3,282 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "framework/autograd/grad_mode.h"
+#include "framework/base/seed_mix.h"
 
 namespace rota::models {
+namespace {
 
-int64_t sample_next_token(std::span<const float> logits, double temperature, int64_t top_k,
-                          Generator& gen) {
-  const int64_t vocab = static_cast<int64_t>(logits.size());
-  ROTA_CHECK(vocab > 0, "generate: empty logits");
+void check_sampling(std::span<const float> logits, double temperature, int64_t top_k,
+                    double top_p) {
+  ROTA_CHECK(!logits.empty(), "generate: empty logits");
   ROTA_CHECK(std::isfinite(temperature) && temperature >= 0,
              "generate: temperature must be a finite number >= 0, got {}", temperature);
   ROTA_CHECK(top_k >= 0, "generate: top_k must be >= 0, got {}", top_k);
-  if (temperature == 0) {
-    return std::max_element(logits.begin(), logits.end()) - logits.begin();
+  ROTA_CHECK(top_p > 0 && top_p <= 1, "generate: top_p must be in (0, 1], got {}", top_p);
+}
+
+int64_t argmax(std::span<const float> logits) {
+  return std::max_element(logits.begin(), logits.end()) - logits.begin();
+}
+
+// exp((logit − max) / temperature) of each id of `ids` (the max over `ids`).
+std::vector<double> tempered_weights(std::span<const float> logits, const std::vector<int64_t>& ids,
+                                     double temperature) {
+  double max_logit = -INFINITY;
+  for (int64_t id : ids) max_logit = std::max<double>(max_logit, logits[id]);
+  std::vector<double> weights(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    weights[i] = std::exp((logits[ids[i]] - max_logit) / temperature);
   }
+  return weights;
+}
+
+}  // namespace
+
+void check_generation_options(const GenerationOptions& options) {
+  ROTA_CHECK(options.tokens >= 0, "generate: tokens must be >= 0, got {}", options.tokens);
+  ROTA_CHECK(std::isfinite(options.temperature) && options.temperature >= 0,
+             "generate: temperature must be a finite number >= 0, got {}", options.temperature);
+  ROTA_CHECK(options.top_k >= 0, "generate: top_k must be >= 0, got {}", options.top_k);
+  ROTA_CHECK(options.top_p > 0 && options.top_p <= 1, "generate: top_p must be in (0, 1], got {}",
+             options.top_p);
+  ROTA_CHECK(std::isfinite(options.repetition_penalty) && options.repetition_penalty > 0,
+             "generate: repetition_penalty must be a finite number > 0, got {}",
+             options.repetition_penalty);
+}
+
+std::vector<int64_t> sampling_candidates(std::span<const float> logits, double temperature,
+                                         int64_t top_k, double top_p) {
+  check_sampling(logits, temperature, top_k, top_p);
+  if (temperature == 0) return {argmax(logits)};
+  const int64_t vocab = static_cast<int64_t>(logits.size());
   std::vector<int64_t> ids(static_cast<size_t>(vocab));
   std::iota(ids.begin(), ids.end(), 0);
+  auto more_likely = [&](int64_t a, int64_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
   int64_t keep = vocab;
   if (top_k > 0 && top_k < vocab) {
     keep = top_k;
-    std::partial_sort(ids.begin(), ids.begin() + keep, ids.end(), [&](int64_t a, int64_t b) {
-      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-    });
+    std::partial_sort(ids.begin(), ids.begin() + keep, ids.end(), more_likely);
+    ids.resize(static_cast<size_t>(keep));
+  } else if (top_p < 1) {
+    std::sort(ids.begin(), ids.end(), more_likely);
   }
-  double max_logit = -INFINITY;
-  for (int64_t i = 0; i < keep; ++i) max_logit = std::max<double>(max_logit, logits[ids[i]]);
-  std::vector<double> weights(static_cast<size_t>(keep));
+  if (top_p < 1) {
+    const std::vector<double> weights = tempered_weights(logits, ids, temperature);
+    const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+    double cumulative = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      cumulative += weights[i];
+      if (cumulative / total >= top_p) {
+        ids.resize(i + 1);
+        break;
+      }
+    }
+  }
+  return ids;
+}
+
+int64_t sample_next_token(std::span<const float> logits, const GenerationOptions& options,
+                          Generator& gen) {
+  check_sampling(logits, options.temperature, options.top_k, options.top_p);
+  if (options.temperature == 0) return argmax(logits);
+  const std::vector<int64_t> ids =
+      sampling_candidates(logits, options.temperature, options.top_k, options.top_p);
+  const std::vector<double> weights = tempered_weights(logits, ids, options.temperature);
   double total = 0;
-  for (int64_t i = 0; i < keep; ++i) {
-    weights[i] = std::exp((logits[ids[i]] - max_logit) / temperature);
-    total += weights[i];
-  }
+  for (double w : weights) total += w;
   double u = gen.next_double() * total;
-  for (int64_t i = 0; i < keep; ++i) {
+  for (size_t i = 0; i < ids.size(); ++i) {
     u -= weights[i];
     if (u < 0) return ids[i];
   }
-  return ids[keep - 1];  // u landed on the rounding error at the top
+  return ids.back();  // u landed on the rounding error at the top
+}
+
+int64_t sample_next_token(std::span<const float> logits, double temperature, int64_t top_k,
+                          Generator& gen) {
+  GenerationOptions options;
+  options.temperature = temperature;
+  options.top_k = top_k;
+  return sample_next_token(logits, options, gen);
+}
+
+void apply_repetition_penalty(std::span<float> logits, std::span<const int64_t> context,
+                              double penalty) {
+  ROTA_CHECK(std::isfinite(penalty) && penalty > 0,
+             "generate: repetition_penalty must be a finite number > 0, got {}", penalty);
+  std::vector<int64_t> distinct(context.begin(), context.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  for (int64_t id : distinct) {
+    ROTA_CHECK(id >= 0 && id < static_cast<int64_t>(logits.size()),
+               "generate: id {} is outside the vocabulary [0, {})", id, logits.size());
+    float& logit = logits[static_cast<size_t>(id)];
+    logit = static_cast<float>(logit > 0 ? logit / penalty : logit * penalty);
+  }
+}
+
+uint64_t sample_seed(uint64_t seed, int64_t sample) {
+  ROTA_CHECK(sample >= 0, "generate: sample index {} < 0", sample);
+  return sample == 0 ? seed : mix_seed({seed, static_cast<uint64_t>(sample)});
+}
+
+namespace {
+
+// One batch of rows whose prompts have the same length: their ids in `out`.
+class BatchDecoder {
+ public:
+  BatchDecoder(const CausalLm& model, std::span<const GenerationRow> rows,
+               const std::vector<int64_t>& members, const GenerationOptions& options,
+               const RowTokenCallback& on_token, std::vector<std::vector<int64_t>>& out)
+      : model_(model),
+        rows_(rows),
+        members_(members),
+        options_(options),
+        on_token_(on_token),
+        out_(out),
+        vocab_(model.encoder().options().vocab_size),
+        active_(members.size(), true),
+        remaining_(static_cast<int64_t>(members.size())),
+        scratch_(static_cast<size_t>(vocab_)) {
+    for (int64_t row : members_) {
+      gens_.emplace_back(rows_[row].seed);
+      // The ids the repetition penalty applies to: the prompt, then each sampled id.
+      if (options_.repetition_penalty != 1) seen_.push_back(rows_[row].prompt);
+    }
+  }
+
+  void run() {
+    if (options_.tokens == 0) return;
+    if (model_.supports_step()) {
+      run_recurrent();
+    } else {
+      run_full_forward();
+    }
+  }
+
+ private:
+  int64_t batch() const { return static_cast<int64_t>(members_.size()); }
+
+  // Samples the next id of every active row from logits rows [batch, V] (row b at
+  // logits + b · stride); false when no row is left.
+  bool sample(const float* logits, int64_t stride) {
+    for (int64_t b = 0; b < batch(); ++b) {
+      if (!active_[b]) continue;
+      const int64_t row = members_[b];
+      std::vector<int64_t>& ids = out_[row];
+      std::span<const float> row_logits(logits + b * stride, static_cast<size_t>(vocab_));
+      if (options_.repetition_penalty != 1) {
+        std::copy(row_logits.begin(), row_logits.end(), scratch_.begin());
+        apply_repetition_penalty(scratch_, seen_[b], options_.repetition_penalty);
+        row_logits = scratch_;
+      }
+      const int64_t id = sample_next_token(row_logits, options_, gens_[b]);
+      ids.push_back(id);
+      if (options_.repetition_penalty != 1) seen_[b].push_back(id);
+      const bool go_on = on_token_ ? on_token_(row, id) : true;
+      if (!go_on || static_cast<int64_t>(ids.size()) == options_.tokens) {
+        active_[b] = false;
+        --remaining_;
+      }
+    }
+    return remaining_ > 0;
+  }
+
+  // Linear attention and hybrids: one step of the B-row state per position.
+  void run_recurrent() {
+    EncoderState state = model_.initial_state(batch());
+    Tensor logits;
+    std::vector<int64_t> next(static_cast<size_t>(batch()));
+    auto feed = [&] {
+      Tensor ids = Tensor::empty({batch()}, DType::kI64);
+      std::copy(next.begin(), next.end(), ids.data<int64_t>());
+      logits = model_.step(ids, state).to(DType::kF32).contiguous();  // [B, V]
+    };
+    const size_t length = rows_[members_[0]].prompt.size();
+    for (size_t t = 0; t < length; ++t) {
+      for (int64_t b = 0; b < batch(); ++b) next[b] = rows_[members_[b]].prompt[t];
+      feed();
+    }
+    for (int64_t t = 0; t < options_.tokens; ++t) {
+      if (!sample(logits.data<float>(), vocab_)) return;
+      // Ended rows step along with their last id; their outputs are not read.
+      for (int64_t b = 0; b < batch(); ++b) next[b] = out_[members_[b]].back();
+      feed();
+    }
+  }
+
+  // Softmax attention: the full forward pass over the B sequences for every new id.
+  void run_full_forward() {
+    std::vector<std::vector<int64_t>> sequences;
+    for (int64_t row : members_) sequences.push_back(rows_[row].prompt);
+    for (int64_t t = 0; t < options_.tokens; ++t) {
+      const int64_t n = static_cast<int64_t>(sequences[0].size());
+      Tensor ids = Tensor::empty({batch(), n}, DType::kI64);
+      for (int64_t b = 0; b < batch(); ++b) {
+        std::copy(sequences[b].begin(), sequences[b].end(), ids.data<int64_t>() + b * n);
+      }
+      const Tensor logits = model_.forward(ids).data().to(DType::kF32).contiguous();  // [B, n, V]
+      if (!sample(logits.data<float>() + (n - 1) * vocab_, n * vocab_)) return;
+      for (int64_t b = 0; b < batch(); ++b) sequences[b].push_back(out_[members_[b]].back());
+    }
+  }
+
+  const CausalLm& model_;
+  std::span<const GenerationRow> rows_;
+  const std::vector<int64_t>& members_;
+  const GenerationOptions& options_;
+  const RowTokenCallback& on_token_;
+  std::vector<std::vector<int64_t>>& out_;
+  int64_t vocab_;
+  std::vector<Generator> gens_;
+  std::vector<bool> active_;
+  int64_t remaining_;
+  std::vector<std::vector<int64_t>> seen_;  // per batch row, with the penalty
+  std::vector<float> scratch_;
+};
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> generate_batch(const CausalLm& model,
+                                                 std::span<const GenerationRow> rows,
+                                                 const GenerationOptions& options,
+                                                 const RowTokenCallback& on_token) {
+  check_generation_options(options);
+  std::map<size_t, std::vector<int64_t>> by_length;  // prompt length → rows, in row order
+  for (size_t r = 0; r < rows.size(); ++r) {
+    ROTA_CHECK(!rows[r].prompt.empty(), "generate: the prompt encodes to no tokens");
+    by_length[rows[r].prompt.size()].push_back(static_cast<int64_t>(r));
+  }
+  NoGradGuard no_grad;
+  std::vector<std::vector<int64_t>> out(rows.size());
+  for (auto& ids : out) ids.reserve(static_cast<size_t>(options.tokens));
+  for (const auto& [length, members] : by_length) {
+    BatchDecoder(model, rows, members, options, on_token, out).run();
+  }
+  return out;
 }
 
 std::vector<int64_t> generate(const CausalLm& model, std::span<const int64_t> prompt,
                               const GenerationOptions& options,
                               const std::function<void(int64_t)>& on_token) {
   ROTA_CHECK(!prompt.empty(), "generate: the prompt encodes to no tokens");
-  ROTA_CHECK(options.tokens >= 0, "generate: tokens must be >= 0, got {}", options.tokens);
-  NoGradGuard no_grad;
-  Generator gen(options.seed);
-  std::vector<int64_t> out;
-  out.reserve(static_cast<size_t>(options.tokens));
-  const int64_t vocab = model.encoder().options().vocab_size;
-  auto emit = [&](std::span<const float> logits) {
-    const int64_t id = sample_next_token(logits, options.temperature, options.top_k, gen);
-    out.push_back(id);
-    if (on_token) on_token(id);
-    return id;
-  };
-  if (model.supports_step()) {
-    EncoderState state = model.initial_state(1);
-    Tensor logits;
-    auto feed = [&](int64_t id) {
-      Tensor ids = Tensor::empty({1}, DType::kI64);
-      ids.data<int64_t>()[0] = id;
-      logits = model.step(ids, state).to(DType::kF32).contiguous();  // [1, V]
+  const GenerationRow rows[1] = {
+      {std::vector<int64_t>(prompt.begin(), prompt.end()), options.seed}};
+  RowTokenCallback each;
+  if (on_token) {
+    each = [&](int64_t, int64_t id) {
+      on_token(id);
+      return true;
     };
-    for (int64_t id : prompt) feed(id);
-    for (int64_t t = 0; t < options.tokens; ++t) {
-      const int64_t id = emit({logits.data<float>(), static_cast<size_t>(vocab)});
-      if (t + 1 < options.tokens) feed(id);
-    }
-    return out;
   }
-  std::vector<int64_t> sequence(prompt.begin(), prompt.end());
-  for (int64_t t = 0; t < options.tokens; ++t) {
-    const int64_t n = static_cast<int64_t>(sequence.size());
-    Tensor ids = Tensor::empty({1, n}, DType::kI64);
-    std::copy(sequence.begin(), sequence.end(), ids.data<int64_t>());
-    const Tensor logits = model.forward(ids).data().to(DType::kF32).contiguous();  // [1, n, V]
-    const int64_t id = emit({logits.data<float>() + (n - 1) * vocab, static_cast<size_t>(vocab)});
-    sequence.push_back(id);
-  }
-  return out;
+  return std::move(generate_batch(model, rows, options, each)[0]);
 }
 
 }  // namespace rota::models

@@ -1,4 +1,5 @@
-// Sampling text from a causal LM: recurrent-state decoding with temperature and top-k.
+// Sampling text from a causal LM: recurrent-state decoding, temperature, top-k, top-p, repetition
+// penalty, several rows (prompts × samples) decoded as batches.
 #pragma once
 
 #include <cstdint>
@@ -12,16 +13,67 @@
 namespace rota::models {
 
 struct GenerationOptions {
-  int64_t tokens = 100;      // ids to generate
-  double temperature = 1.0;  // 0: greedy (argmax)
-  int64_t top_k = 0;         // sample among the k most likely ids; 0: all
-  uint64_t seed = 0;         // sampling stream
+  int64_t tokens = 100;             // ids to generate (per row)
+  double temperature = 1.0;         // 0: greedy (argmax)
+  int64_t top_k = 0;                // sample among the k most likely ids; 0: all
+  double top_p = 1.0;               // nucleus: the most likely ids reaching p (0 < p <= 1); 1: off
+  double repetition_penalty = 1.0;  // CTRL's penalty on ids already in the row (> 0); 1: off
+  uint64_t seed = 0;                // sampling stream (generate(); generate_batch takes its rows')
 };
 
+/// Throws rota::Error naming the first setting out of range (tokens < 0, temperature not finite
+/// or < 0, top_k < 0, top_p outside (0, 1], repetition_penalty not finite or <= 0).
+void check_generation_options(const GenerationOptions& options);
+
+/// The ids a draw from one row of logits [V] may give, in the order the sampler walks them. At
+/// temperature 0: the argmax alone (lowest id on ties). Else the top_k largest logits (all when
+/// top_k is 0 or >= V), most likely first (ties: lowest id first) when top_k or top_p cuts,
+/// in id order when neither does; with top_p < 1 only the shortest prefix of that order whose
+/// probability under softmax(logits / temperature) over the top-k set reaches top_p (the id that
+/// reaches it is kept).
+std::vector<int64_t> sampling_candidates(std::span<const float> logits, double temperature,
+                                         int64_t top_k, double top_p);
+
 /// The next id from one row of logits [V]: argmax when temperature is 0 (lowest id on ties),
-/// else a draw from softmax(logits / temperature) restricted to the top_k largest logits.
+/// else a draw from softmax(logits / temperature) restricted to sampling_candidates (one
+/// gen.next_double() per draw). options.tokens, seed and repetition_penalty are not used here.
+int64_t sample_next_token(std::span<const float> logits, const GenerationOptions& options,
+                          Generator& gen);
+/// The same without top-p.
 int64_t sample_next_token(std::span<const float> logits, double temperature, int64_t top_k,
                           Generator& gen);
+
+/// CTRL's repetition penalty (Keskar et al. 2019, as Hugging Face applies it): for every distinct
+/// id of `context`, a logit > 0 becomes logit / penalty and a logit <= 0 logit · penalty.
+void apply_repetition_penalty(std::span<float> logits, std::span<const int64_t> context,
+                              double penalty);
+
+/// The seed of sample `sample` (0, 1, …) of a prompt: `seed` itself for sample 0 (one sample is
+/// what generate() with that seed gives), a mix of both for the others.
+uint64_t sample_seed(uint64_t seed, int64_t sample);
+
+/// One row of a batched generation: its prompt (at least one id) and its sampling seed.
+struct GenerationRow {
+  std::vector<int64_t> prompt;
+  uint64_t seed = 0;
+};
+
+/// Sees each sampled id of a row as it comes; returning false ends that row (a stop string).
+using RowTokenCallback = std::function<bool(int64_t row, int64_t id)>;
+
+/// Continues every row with up to options.tokens ids (options.seed unused: each row has its own)
+/// and returns them, row by row. Each row's ids equal what generate() gives its prompt with its
+/// seed (same model, same options): rows share only the matrix products. Rows whose prompts have
+/// the same length decode together as one batch, stepping the recurrent state of B rows at once
+/// (linear attention, hybrids) or running one forward pass over the B sequences (softmax); rows of
+/// another prompt length form another batch, since the recurrent state holds one position per
+/// batch (EncoderState::position). A row ended by on_token is stepped along with its batch
+/// until the batch ends, its outputs unused. The repetition penalty, when not 1, applies to each
+/// row's prompt and sampled ids before temperature, top-k and top-p (also when greedy).
+std::vector<std::vector<int64_t>> generate_batch(const CausalLm& model,
+                                                 std::span<const GenerationRow> rows,
+                                                 const GenerationOptions& options,
+                                                 const RowTokenCallback& on_token = {});
 
 /// Continues `prompt` (at least one id) with options.tokens sampled ids and returns them.
 /// Linear-attention models feed one token at a time through their recurrent state (O(1) per
