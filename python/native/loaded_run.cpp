@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "app/run/prompt.h"
 #include "app/setup/precision_setup.h"
 #include "app/tasks/causal_lm_task.h"
@@ -152,36 +154,40 @@ std::vector<int64_t> LoadedRun::prompt_ids(const std::string& prompt) const {
   return app::encode_prompt(tokenizer(), prompt);
 }
 
-std::vector<int64_t> LoadedRun::generate(const std::vector<int64_t>& prompt,
-                                         const models::GenerationOptions& options) {
+std::vector<app::GeneratedText> LoadedRun::generate(
+    const std::vector<std::vector<int64_t>>& prompts, const app::TextGenerationOptions& options) {
   std::lock_guard lock(mutex_);
   auto* causal = dynamic_cast<app::CausalLmTask*>(&task());
   ROTA_CHECK(causal != nullptr,
              "generate: {} is not a causal language model (generation needs model.kind "
              "CAUSAL_LM)",
              loaded_.checkpoint_dir.string());
-  ROTA_CHECK(options.tokens >= 0, "generate: max_tokens must be >= 0, got {}", options.tokens);
-  ROTA_CHECK(std::isfinite(options.temperature) && options.temperature >= 0,
-             "generate: temperature must be a finite number >= 0, got {}", options.temperature);
-  ROTA_CHECK(options.top_k >= 0, "generate: top_k must be >= 0, got {}", options.top_k);
-  ROTA_CHECK(!prompt.empty(), "generate: the prompt encodes to no tokens");
-  for (int64_t id : prompt) {
-    ROTA_CHECK(id >= 0 && id < vocab_size(), "generate: prompt id {} is outside [0, {})", id,
-               vocab_size());
+  const models::GenerationOptions& sampling = options.sampling;
+  ROTA_CHECK(sampling.tokens >= 0, "generate: max_tokens must be >= 0, got {}", sampling.tokens);
+  ROTA_CHECK(std::isfinite(sampling.temperature) && sampling.temperature >= 0,
+             "generate: temperature must be a finite number >= 0, got {}", sampling.temperature);
+  ROTA_CHECK(sampling.top_k >= 0, "generate: top_k must be >= 0, got {}", sampling.top_k);
+  ROTA_CHECK(sampling.top_p > 0 && sampling.top_p <= 1, "generate: top_p must be in (0, 1], got {}",
+             sampling.top_p);
+  ROTA_CHECK(std::isfinite(sampling.repetition_penalty) && sampling.repetition_penalty > 0,
+             "generate: repetition_penalty must be a finite number > 0, got {}",
+             sampling.repetition_penalty);
+  ROTA_CHECK(options.samples >= 1, "generate: num_samples must be >= 1, got {}", options.samples);
+  for (const std::string& stop : options.stops) {
+    ROTA_CHECK(!stop.empty(), "generate: stop: an empty stop string");
+  }
+  ROTA_CHECK(!prompts.empty(), "generate: no prompts");
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    ROTA_CHECK(!prompts[p].empty(), "generate: {}the prompt encodes to no tokens",
+               prompts.size() > 1 ? fmt::format("prompt {}: ", p) : std::string());
+    for (int64_t id : prompts[p]) {
+      ROTA_CHECK(id >= 0 && id < vocab_size(), "generate: prompt id {} is outside [0, {})", id,
+                 vocab_size());
+    }
   }
   const MatmulPrecisionGuard precision(app::precision_from_recipe(task().recipe()));
   task().model().eval();
-  return models::generate(causal->causal_lm(), prompt, options);
-}
-
-std::string LoadedRun::generated_text(const std::vector<int64_t>& prompt,
-                                      const std::vector<int64_t>& generated) const {
-  std::string text = tokenizer().decode(prompt);
-  for (int64_t id : generated) {
-    const int64_t one[1] = {id};
-    text += tokenizer().decode(one);
-  }
-  return text;
+  return app::generate_texts(causal->causal_lm(), tokenizer(), prompts, options);
 }
 
 std::string LoadedRun::evaluation_split(const std::string& requested) {

@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "app/run/text_generation.h"
 #include "app/tasks/checkpoint_task.h"
 #include "framework/train/trainer.h"
-#include "models/generation.h"
 
 namespace rota::python {
 
@@ -56,14 +56,12 @@ class LoadedRun {
   /// targets [B, N] (required) and key_mask; classifier key_mask and labels [B] (required).
   LossAndGrads loss_and_grads(const Tensor& ids, const Tensor& targets, const Tensor& key_mask,
                               const Tensor& labels);
-  /// `rota generate`: the prompt's ids (app::encode_prompt) and the sampled ids.
+  /// `rota generate`: the prompt's ids (app::encode_prompt).
   std::vector<int64_t> prompt_ids(const std::string& prompt) const;
-  std::vector<int64_t> generate(const std::vector<int64_t>& prompt,
-                                const models::GenerationOptions& options);
-  /// What `rota generate` prints for these ids (without its final newline): the prompt decoded,
-  /// then each sampled id decoded on its own.
-  std::string generated_text(const std::vector<int64_t>& prompt,
-                             const std::vector<int64_t>& generated) const;
+  /// `rota generate` for every prompt × sample, as rows of batches (app::generate_texts): each
+  /// row's text is what `rota generate` prints for it (without its final newline).
+  std::vector<app::GeneratedText> generate(const std::vector<std::vector<int64_t>>& prompts,
+                                           const app::TextGenerationOptions& options);
   /// The split `rota eval --split` would evaluate for `requested` ("" is test; valid and its
   /// aliases the data's validation split); a RecipeError naming the splits when there is none.
   std::string evaluation_split(const std::string& requested);

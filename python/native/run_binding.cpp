@@ -1,4 +1,5 @@
 // rota.Run (a trained run: logits, gradients, generation, evaluation) and rota.load.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,17 +45,78 @@ std::vector<int64_t> prompt_ids(const LoadedRun& run, const py::object& prompt) 
   return id_vector_from_array(prompt, "prompt");
 }
 
-std::vector<int64_t> generate_ids(LoadedRun& run, const py::object& prompt, int64_t max_tokens,
-                                  double temperature, int64_t top_k, uint64_t seed,
-                                  std::vector<int64_t>& prompt_out) {
-  prompt_out = prompt_ids(run, prompt);
-  models::GenerationOptions options;
-  options.tokens = max_tokens;
-  options.temperature = temperature;
-  options.top_k = top_k;
-  options.seed = seed;
+// A list or tuple of prompts (each a string or ids), as opposed to one prompt given as ids.
+bool is_prompt_list(const py::object& prompt) {
+  if (!py::isinstance<py::list>(prompt) && !py::isinstance<py::tuple>(prompt)) return false;
+  const py::sequence items = prompt.cast<py::sequence>();
+  if (items.size() == 0) return false;
+  for (const py::handle item : items) {
+    if (!py::isinstance<py::str>(item) && !py::isinstance<py::list>(item) &&
+        !py::isinstance<py::tuple>(item) && !py::isinstance<py::array>(item)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// stop=None, a string or a list of strings.
+std::vector<std::string> stop_strings(const py::object& stop) {
+  if (stop.is_none()) return {};
+  if (py::isinstance<py::str>(stop)) return {stop.cast<std::string>()};
+  return stop.cast<std::vector<std::string>>();
+}
+
+struct Generated {
+  std::vector<app::GeneratedText> rows;
+  bool several_prompts = false;
+  int64_t samples = 1;
+};
+
+Generated generate_rows(LoadedRun& run, const py::object& prompt, int64_t max_tokens,
+                        double temperature, int64_t top_k, uint64_t seed, double top_p,
+                        double repetition_penalty, const py::object& stop, bool stop_at_eos,
+                        int64_t num_samples) {
+  Generated out;
+  std::vector<std::vector<int64_t>> prompts;
+  out.several_prompts = is_prompt_list(prompt);
+  if (out.several_prompts) {
+    for (const py::handle item : prompt.cast<py::sequence>()) {
+      prompts.push_back(prompt_ids(run, py::reinterpret_borrow<py::object>(item)));
+    }
+  } else {
+    prompts.push_back(prompt_ids(run, prompt));
+  }
+  app::TextGenerationOptions options;
+  options.sampling.tokens = max_tokens;
+  options.sampling.temperature = temperature;
+  options.sampling.top_k = top_k;
+  options.sampling.top_p = top_p;
+  options.sampling.repetition_penalty = repetition_penalty;
+  options.sampling.seed = seed;
+  options.samples = num_samples;
+  options.stops = stop_strings(stop);
+  options.stop_at_eos = stop_at_eos;
+  out.samples = num_samples;
   py::gil_scoped_release release;
-  return run.generate(prompt_out, options);
+  out.rows = run.generate(prompts, options);
+  return out;
+}
+
+// One value per row, shaped as the call asked: one prompt and one sample give the value itself;
+// several samples a list of them; several prompts a list with an entry per prompt.
+py::object shaped(const Generated& generated, const std::function<py::object(size_t)>& value) {
+  auto per_prompt = [&](size_t p) -> py::object {
+    if (generated.samples == 1) return value(p);
+    py::list samples;
+    for (int64_t s = 0; s < generated.samples; ++s)
+      samples.append(value(p * generated.samples + s));
+    return samples;
+  };
+  const size_t prompts = generated.rows.size() / static_cast<size_t>(generated.samples);
+  if (!generated.several_prompts) return per_prompt(0);
+  py::list out;
+  for (size_t p = 0; p < prompts; ++p) out.append(per_prompt(p));
+  return out;
 }
 
 // Counts (tokens, examples, masked_tokens) as ints, the other metrics as floats.
@@ -154,27 +216,41 @@ void bind_run(py::module_& m) {
       .def(
           "generate_ids",
           [](RunHandle& h, const py::object& prompt, int64_t max_tokens, double temperature,
-             int64_t top_k, uint64_t seed) {
-            std::vector<int64_t> prompt_used;
-            return to_numpy(
-                generate_ids(*h.run, prompt, max_tokens, temperature, top_k, seed, prompt_used));
+             int64_t top_k, uint64_t seed, double top_p, double repetition_penalty,
+             const py::object& stop, bool stop_at_eos, int64_t num_samples) {
+            const Generated generated =
+                generate_rows(*h.run, prompt, max_tokens, temperature, top_k, seed, top_p,
+                              repetition_penalty, stop, stop_at_eos, num_samples);
+            return shaped(generated, [&](size_t row) -> py::object {
+              return to_numpy(std::vector<int64_t>(generated.rows[row].ids));
+            });
           },
           py::arg("prompt"), py::arg("max_tokens") = 50, py::arg("temperature") = 1.0,
-          py::arg("top_k") = 0, py::arg("seed") = 0,
-          "The ids sampled after the prompt (a string or ids), as `rota generate` samples them.")
+          py::arg("top_k") = 0, py::arg("seed") = 0, py::kw_only(), py::arg("top_p") = 1.0,
+          py::arg("repetition_penalty") = 1.0, py::arg("stop") = py::none(),
+          py::arg("stop_at_eos") = false, py::arg("num_samples") = 1,
+          "The ids sampled after the prompt (a string or ids), as `rota generate` samples them; "
+          "a list of prompts gives a list, num_samples > 1 a list per prompt.")
       .def(
           "generate",
           [](RunHandle& h, const py::object& prompt, int64_t max_tokens, double temperature,
-             int64_t top_k, uint64_t seed) {
-            std::vector<int64_t> prompt_used;
-            const std::vector<int64_t> generated =
-                generate_ids(*h.run, prompt, max_tokens, temperature, top_k, seed, prompt_used);
-            return to_str(h.run->generated_text(prompt_used, generated));
+             int64_t top_k, uint64_t seed, double top_p, double repetition_penalty,
+             const py::object& stop, bool stop_at_eos, int64_t num_samples) {
+            const Generated generated =
+                generate_rows(*h.run, prompt, max_tokens, temperature, top_k, seed, top_p,
+                              repetition_penalty, stop, stop_at_eos, num_samples);
+            return shaped(generated, [&](size_t row) -> py::object {
+              return to_str(generated.rows[row].text);
+            });
           },
           py::arg("prompt"), py::arg("max_tokens") = 50, py::arg("temperature") = 1.0,
-          py::arg("top_k") = 0, py::arg("seed") = 0,
+          py::arg("top_k") = 0, py::arg("seed") = 0, py::kw_only(), py::arg("top_p") = 1.0,
+          py::arg("repetition_penalty") = 1.0, py::arg("stop") = py::none(),
+          py::arg("stop_at_eos") = false, py::arg("num_samples") = 1,
           "What `rota generate` prints (without its final newline): the prompt and its "
-          "continuation; bytes that are not UTF-8 become U+FFFD.")
+          "continuation, cut before a stop string; bytes that are not UTF-8 become U+FFFD. A list "
+          "of prompts (strings or ids) gives a list, one entry per prompt, decoded as one batch; "
+          "num_samples > 1 makes each entry a list of that many samples.")
       .def(
           "eval",
           [](RunHandle& h, const std::string& requested, const py::object& context,
