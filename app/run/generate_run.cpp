@@ -22,6 +22,11 @@
 namespace rota::app {
 namespace {
 
+// All of text, also a NUL byte (a byte tokenizer may sample one; fputs would stop there).
+void print(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
 bool is_utf8(std::string_view text) {
   for (size_t pos = 0; pos < text.size();) {
     const size_t length = data::utf8_unit_length(text, pos);
@@ -68,13 +73,10 @@ void write_records(const GenerateRequest& request, const std::vector<int64_t>& l
                      {"tokens", t.ids.size()},
                      {"stopped_by", t.stopped_by}};
       if (t.stopped_by == "stop") record["stop"] = t.stop;
-      std::fputs((record.dump(-1, ' ', false, json::error_handler_t::replace) + "\n").c_str(),
-                 stdout);
+      print(record.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
     } else {
-      std::fputs(fmt::format("{}==> prompt {}, sample {} <==\n{}\n", i > 0 ? "\n" : "",
-                             lines[t.prompt], t.sample, t.text)
-                     .c_str(),
-                 stdout);
+      print(fmt::format("{}==> prompt {}, sample {} <==\n{}\n", i > 0 ? "\n" : "", lines[t.prompt],
+                        t.sample, t.text));
     }
   }
 }
@@ -149,7 +151,7 @@ int run_generation(const GenerateRequest& request) {
     // Stream the text as it is generated, as one decode of the whole sequence would print it.
     generate_texts(causal->causal_lm(), tokenizer, prompts, options,
                    [](int64_t, const std::string& text) {
-                     std::fputs(text.c_str(), stdout);
+                     print(text);
                      std::fflush(stdout);
                    });
     std::fputs("\n", stdout);

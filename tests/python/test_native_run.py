@@ -1,4 +1,5 @@
 # rota.load and rota.Run against the rota CLI: eval numbers, logits, gradients, generation, errors.
+import json
 import os
 import sys
 import unittest
@@ -234,6 +235,74 @@ class Generation(unittest.TestCase):
                 run.generate_ids(run.encode("ROMEO:"), max_tokens=40, temperature=temperature,
                                  top_k=top_k, seed=seed), new_ids)
 
+    def test_options_same_as_cli(self):
+        """top_p, repetition_penalty and stop as `rota generate` applies them, bytes alike."""
+        run = rota.load(RUNS["causal_lm"])
+        free = cli("generate", RUNS["causal_lm"], "--prompt", "ROMEO:", "--tokens", "60",
+                   "--temperature", "0.9", "--top-p", "0.9", "--repetition-penalty", "1.3",
+                   "--seed", "11")
+        new_ids = run.generate_ids("ROMEO:", max_tokens=60, temperature=0.9, top_p=0.9,
+                                   repetition_penalty=1.3, seed=11)
+        self.assertEqual(bytes(run.encode("ROMEO:").tolist() + new_ids.tolist()) + b"\n", free)
+        self.assertEqual(run.generate("ROMEO:", max_tokens=60, temperature=0.9, top_p=0.9,
+                                      repetition_penalty=1.3, seed=11) + "\n",
+                         free.decode("utf-8", "replace"))
+        # A stop string of two ASCII bytes from the middle of the continuation.
+        continuation = free[6:-1]
+        at = next(i for i in range(len(continuation) // 2, len(continuation) - 1)
+                  if continuation[i] < 0x80 and continuation[i + 1] < 0x80)
+        stop = continuation[at:at + 2].decode()
+        cut = continuation[:continuation.index(stop.encode())]
+        text = run.generate("ROMEO:", max_tokens=60, temperature=0.9, top_p=0.9,
+                            repetition_penalty=1.3, seed=11, stop=[stop, "never here"])
+        self.assertEqual(text, ("ROMEO:".encode() + cut).decode("utf-8", "replace"))
+        self.assertEqual(text + "\n", cli("generate", RUNS["causal_lm"], "--prompt", "ROMEO:",
+                                          "--tokens", "60", "--temperature", "0.9", "--top-p",
+                                          "0.9", "--repetition-penalty", "1.3", "--seed", "11",
+                                          "--stop", stop).decode("utf-8", "replace"))
+        stopped_ids = run.generate_ids("ROMEO:", max_tokens=60, temperature=0.9, top_p=0.9,
+                                       repetition_penalty=1.3, seed=11, stop=stop)
+        # The ids up to the one that completed the stop string.
+        self.assertTrue(len(cut) + 1 <= len(stopped_ids) <= len(cut) + 2)
+        np.testing.assert_array_equal(stopped_ids, new_ids[:len(stopped_ids)])
+
+    def test_a_list_of_prompts_and_samples_equal_each_alone(self):
+        run = rota.load(RUNS["causal_lm"])
+        prompts = ["ROMEO:", "JULIET: O Romeo", "To be"]
+        options = dict(max_tokens=20, temperature=1.1, top_k=50, top_p=0.95,
+                       repetition_penalty=1.2, seed=7)
+        batch = run.generate_ids(prompts, num_samples=3, **options)
+        texts = run.generate(prompts, num_samples=3, **options)
+        self.assertEqual([len(entry) for entry in batch], [3, 3, 3])
+        for prompt, ids, text in zip(prompts, batch, texts):
+            alone = run.generate_ids(prompt, num_samples=3, **options)
+            for sample in range(3):
+                np.testing.assert_array_equal(ids[sample], alone[sample])
+                self.assertEqual(text[sample], run.decode(
+                    np.concatenate([run.encode(prompt), ids[sample]])))
+            # sample 0 is the single sample with the seed
+            np.testing.assert_array_equal(ids[0], run.generate_ids(prompt, **options))
+            self.assertEqual(text[0], run.generate(prompt, **options))
+            self.assertFalse(np.array_equal(ids[0], ids[1]))
+        # One sample per prompt: a flat list; ids as prompts too.
+        flat = run.generate(prompts, **options)
+        self.assertEqual(flat, [entry[0] for entry in texts])
+        self.assertEqual(run.generate([run.encode(p) for p in prompts], **options), flat)
+        # The CLI's records of the same prompts file: the same number of ids per record.
+        path = TMP.join("prompts.txt")
+        with open(path, "w") as f:
+            f.write("\n".join(prompts) + "\n")
+        records = cli("generate", RUNS["causal_lm"], "--prompts", path, "--samples", "3",
+                      "--format", "jsonl", "--tokens", "20", "--temperature", "1.1", "--top-k",
+                      "50", "--top-p", "0.95", "--repetition-penalty", "1.2", "--seed", "7")
+        lines = [json.loads(line) for line in records.decode().splitlines()]
+        self.assertEqual([(r["prompt"], r["sample"]) for r in lines],
+                         [(p, s) for p in (1, 2, 3) for s in range(3)])
+        self.assertEqual([r["tokens"] for r in lines], [len(ids) for entry in batch for ids in entry])
+        self.assertEqual([r["text"] for r in lines],
+                         [t[len(p):] for p, entry in zip(prompts, texts) for t in entry])
+
+
 
 class Errors(unittest.TestCase):
     def test_errors_are_rota_errors(self):
@@ -248,6 +317,13 @@ class Errors(unittest.TestCase):
             (lambda: masked.logits([[1, 2]], key_mask=[[1, 1, 1]]), "key_mask"),
             (lambda: run.generate("ROMEO", max_tokens=-1), "max_tokens"),
             (lambda: run.generate("ROMEO", temperature=-1), "temperature"),
+            (lambda: run.generate("ROMEO", top_p=0), "top_p must be in (0, 1]"),
+            (lambda: run.generate("ROMEO", top_p=1.5), "top_p must be in (0, 1]"),
+            (lambda: run.generate("ROMEO", repetition_penalty=0), "repetition_penalty"),
+            (lambda: run.generate("ROMEO", num_samples=0), "num_samples must be >= 1"),
+            (lambda: run.generate("ROMEO", stop=""), "empty stop string"),
+            (lambda: run.generate(["ROMEO", ""]), "prompt 1: the prompt encodes to no tokens"),
+            (lambda: run.generate("ROMEO", stop_at_eos=True), "has no <eos> token"),
             (lambda: run.generate(""), "no tokens"),
             (lambda: masked.generate("ROMEO"), "not a causal language model"),
             (lambda: masked.loss_and_grads([[1, 2, 3]]), "needs targets"),
