@@ -24,7 +24,7 @@ constexpr HelpFooter kFooters[] = {
     {"eval", "rota eval runs/default --split valid --batches 20", "docs/training.md"},
     {"predict", "rota predict runs/reviews --input unlabelled.csv --output predictions.jsonl",
      "docs/data.md"},
-    {"generate", "rota generate runs/default --prompt \"ROMEO:\" --tokens 200 --top-k 40",
+    {"generate", "rota generate runs/default --prompt \"ROMEO:\" --tokens 200 --top-p 0.9",
      "docs/training.md"},
     {"ablate", "rota ablate recipes/ablations/encodings_causal.txtpb --jobs 2",
      "docs/ablations.md"},

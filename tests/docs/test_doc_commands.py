@@ -419,6 +419,18 @@ RUNS = {
             expect=(r"split=test loss=\S+ accuracy=",)),
     },
     "docs/training.md": {
+        # `rota generate`'s options on a tiny run standing in for runs/default.
+        "rota generate runs/default --prompt \"ROMEO:\" --tokens 200 --top-p 0.9 "
+        "--repetition-penalty 1.2": Run(
+            before=(f"build/rota train {TINY} --out runs/default "
+                    + " ".join(f"--set {f}={v}" for f, v in TRAIN_CUT_DOWN),),
+            expect=(r"ROMEO:",)),
+        "rota generate runs/default --prompt \"ROMEO:\" --stop \"JULIET\" --samples 3 "
+        "--format jsonl": Run(expect=(r'\{"prompt":1,"sample":0,"text":',
+                                      r'\{"prompt":1,"sample":2,"text":')),
+        "rota generate runs/default --prompts prompts.txt --samples 2 --format jsonl --seed 1": Run(
+            before=("printf 'ROMEO:\\nJULIET: O Romeo\\n' > prompts.txt",),
+            expect=(r'\{"prompt":1,"sample":0,', r'\{"prompt":2,"sample":1,')),
         "rota train recipes/masked_lm/wikitext2_lrpe.txtpb": Run(),
         "rota train recipes/classifier/sst2_from_mlm.txtpb": Run(
             expect=(r"mlm-wikitext2-lrpe",)),
@@ -778,8 +790,11 @@ def concrete_command(command, run):
 
 
 def shell(script, scratch, env):
+    # errors="replace": text sampled from a barely trained byte-level model (rota generate) need
+    # not be UTF-8.
     return subprocess.run(["bash", "-c", script], cwd=scratch, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+                          capture_output=True, text=True, errors="replace",
+                          timeout=COMMAND_TIMEOUT)
 
 
 def claimed_outputs(command):
