@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "app/run/error_text.h"
 #include "app/run/exit_codes.h"
 #include "cli/commands/command_checks.h"
 #include "cli/commands/commands.h"
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
     return dispatch(argc, argv);
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << rota::app::error_text(e) << "\n";
     return rota::app::exit_code_of(e);
   }
 }

@@ -121,7 +121,7 @@ RunRecord record_from_json(const std::string& text, const fs::path& file) {
     record.cpu = j.at("cpu").get<std::string>();
     record.finished_at = j.at("finished_at").get<std::string>();
   } catch (const nlohmann::json::exception& error) {
-    throw Error(where + "a damaged ablation run record (" + error.what() +
+    throw Error(where + "a damaged ablation run record (" + library_detail(error) +
                 "); restore it from version control or delete it to redo that run");
   }
   if (record.stage_recipes.size() != record.result.stages.size() || record.stage_recipes.empty()) {

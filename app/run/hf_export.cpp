@@ -73,10 +73,15 @@ void export_tokenizer(const fs::path& checkpoint_dir, const fs::path& out, HfExp
     result.tokenizer_json = true;
     return;
   }
+  const std::string kind =
+      parsed.is_object() && parsed.contains("kind") ? parsed["kind"].dump() : "unknown kind";
   result.note = fmt::format(
-      "this run's tokenizer ({}) has no Hugging Face tokenizer.json form; {}/ holds Rota's "
+      "this run's tokenizer ({}) has no Hugging Face tokenizer.json form{}; {}/ holds Rota's "
       "files (rota.torch.load_tokenizer reads them)",
-      parsed.is_object() && parsed.contains("kind") ? parsed["kind"].dump() : "unknown kind",
+      kind,
+      kind == "\"word\"" ? " (its vocabulary holds words that are not valid UTF-8, which a "
+                           "tokenizer.json, a UTF-8 JSON file, cannot hold)"
+                         : "",
       kTokenizerDir);
 }
 

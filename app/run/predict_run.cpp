@@ -37,7 +37,9 @@ class PredictionSink {
     if (!output.empty()) writer_ = std::make_unique<AtomicFileWriter>(output);
   }
   void write(const json& record) {
-    const std::string line = record.dump() + "\n";
+    // Token texts and labels are shown as text: a byte that is not UTF-8 shows as U+FFFD
+    // (the scores are unaffected).
+    const std::string line = record.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     if (writer_) {
       writer_->write(line);
     } else {

@@ -7,6 +7,7 @@
 #include "data/corpus/text_split.h"
 #include "data/source/file_format.h"
 #include "data/source/line_stream.h"
+#include "data/source/path_patterns.h"
 #include "data/util/utf8.h"
 #include "framework/base/error.h"
 #include "framework/base/file_io.h"
@@ -103,10 +104,12 @@ Corpus Corpus::open(std::string_view name_or_path, const DataOptions& options) {
       add_split("test", first_present(path, {"test.txt"}));
     } else {
       std::vector<std::filesystem::path> files;
-      for (const auto& entry : std::filesystem::directory_iterator(path)) {
-        if (entry.is_regular_file() && entry.path().extension() == ".txt")
+      for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+        if (entry.path().extension() == ".txt" &&
+            is_readable_regular_file(entry.path(), "a text corpus directory"))
           files.push_back(entry.path());
       }
+      ROTA_CHECK(!error, "data: cannot list the directory {}: {}", path.string(), error.message());
       if (files.empty()) {
         for (const char* name : {"train.jsonl", "train.ndjson", "train.json", "train.csv"}) {
           if (is_file(path / name))

@@ -48,7 +48,8 @@ std::string manifest_to_json(const PreparedManifest& manifest) {
     j["documents"] = {{"boundary", document_boundary_name(manifest.documents)},
                       {"end_token", manifest.document_end_token}};
   }
-  return j.dump(2) + "\n";
+  // The source names a path, which may hold bytes that are not UTF-8: shown as U+FFFD.
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 namespace {
@@ -60,7 +61,7 @@ T field(const json& object, const char* key, const std::filesystem::path& path) 
   try {
     return object.at(key).get<T>();
   } catch (const json::exception&) {
-    fail("data: {}: field '{}' has the wrong type", path.string(), key);
+    fail("data: {}: field '{}' has the wrong type; prepare the corpus again", path.string(), key);
   }
 }
 
@@ -71,7 +72,7 @@ PreparedManifest manifest_from_json(const std::string& text, const std::filesyst
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    fail("data: {} is not valid JSON ({}); prepare the corpus again", path.string(), e.what());
+    fail("data: {} is not valid JSON ({}); prepare the corpus again", path.string(), library_detail(e));
   }
   const std::string format = field<std::string>(j, "format", path);
   ROTA_CHECK(format == kPreparedFormat, "data: {}: format '{}', expected '{}'", path.string(),
@@ -90,7 +91,7 @@ PreparedManifest manifest_from_json(const std::string& text, const std::filesyst
   try {
     m.dtype = parse_token_width(field<std::string>(j, "dtype", path));
   } catch (const Error& e) {
-    fail("data: {}: {}", path.string(), e.what());
+    fail("data: {}: {}", path.string(), library_detail(e));
   }
   ROTA_CHECK(m.vocab_size > 0 && m.vocab_size <= (int64_t{1} << (8 * token_bytes(m.dtype))),
              "data: {}: vocab_size {} does not fit dtype {}", path.string(), m.vocab_size,

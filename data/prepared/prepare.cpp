@@ -50,11 +50,18 @@ PreparedManifest prepare_corpus(const Corpus& corpus, const Tokenizer& tokenizer
                out.string());
     ROTA_CHECK(fs::is_directory(out), "data prepare: {} is a file, not a directory", out.string());
   }
-  fs::create_directories(out.parent_path());
   const fs::path tmp = out.parent_path() / fmt::format("{}.tmp.{}", out.filename().string(),
                                                        static_cast<long>(::getpid()));
-  fs::remove_all(tmp);
-  fs::create_directory(tmp);
+  {
+    std::error_code error;
+    fs::create_directories(out.parent_path(), error);
+    if (!error) fs::remove_all(tmp, error);
+    if (!error) fs::create_directory(tmp, error);
+    ROTA_CHECK(!error,
+               "data prepare: cannot write the output directory {} (making {} failed: {}); "
+               "choose an --out in a directory you can write to",
+               out.string(), tmp.string(), error.message());
+  }
   RemoveOnExit cleanup{tmp};
 
   PreparedManifest manifest;
@@ -108,13 +115,22 @@ PreparedManifest prepare_corpus(const Corpus& corpus, const Tokenizer& tokenizer
 
   // Swap into place: an old directory (force, or an empty one) is moved aside first.
   fs::path old;
+  std::error_code error;
   if (exists) {
     old = out.parent_path() /
           fmt::format("{}.old.{}", out.filename().string(), static_cast<long>(::getpid()));
-    fs::remove_all(old);
-    fs::rename(out, old);
+    fs::remove_all(old, error);
+    if (!error) fs::rename(out, old, error);
   }
-  fs::rename(tmp, out);
+  if (!error) fs::rename(tmp, out, error);
+  // Another `rota data prepare` (or anything else) took the place meanwhile: what is there is
+  // not ours to replace, and this preparation is discarded.
+  ROTA_CHECK(!error,
+             "data prepare: could not move the prepared corpus into {} ({}); another process "
+             "changed that directory while this one was preparing (two `rota data prepare`s "
+             "into one --out?). This preparation is discarded and {} is left as the other made "
+             "it: check it with `rota data verify {}`, or prepare again",
+             out.string(), error.message(), out.string(), out.string());
   cleanup.dir.clear();
   fsync_directory(out.parent_path());
   if (!old.empty()) fs::remove_all(old);

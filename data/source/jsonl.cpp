@@ -54,7 +54,7 @@ std::optional<TextRecord> parse_jsonl_line(std::string_view line, const RecordFi
     object = json::parse(line);
   } catch (const json::exception& e) {
     fail("data: {}:{}: not valid JSON ({}); a JSON Lines file holds one JSON object per line", file,
-         line_number, e.what());
+         line_number, library_detail(e));
   }
   ROTA_CHECK(object.is_object(), "data: {}:{}: the line is a JSON {}, not an object", file,
              line_number, object.type_name());

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "data/util/utf8.h"
 #include "framework/base/error.h"
 
 namespace rota::data {
@@ -48,6 +49,13 @@ LabelMap LabelMap::from_names(std::vector<std::string> names) {
 LabelMap LabelMap::from_training_labels(const std::vector<std::string>& labels, int64_t num_classes,
                                         std::string_view source) {
   ROTA_CHECK(num_classes >= 2, "labels: num_classes {} < 2", num_classes);
+  // Labels are saved in the run (labels.json) and printed by predict: they must be text.
+  for (const std::string& label : labels) {
+    ROTA_CHECK(is_valid_utf8(label),
+               "labels: {}: the label \"{}\" is not valid UTF-8 text; convert the file to UTF-8 "
+               "(e.g. iconv -f latin1 -t utf-8)",
+               source, label);
+  }
   const bool numeric = std::all_of(labels.begin(), labels.end(), [&](const std::string& label) {
     return is_class_number(label, num_classes);
   });

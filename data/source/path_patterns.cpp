@@ -95,6 +95,18 @@ bool glob_match(std::string_view pattern, std::string_view name) {
   return p == pattern.size();
 }
 
+bool is_readable_regular_file(const fs::path& path, std::string_view what) {
+  std::error_code error;
+  const bool regular = fs::is_regular_file(path, error);
+  ROTA_CHECK(!error || error == std::errc::no_such_file_or_directory,
+             "data: {}: {} cannot be read ({}){}; remove it or make it point at a file", what,
+             path.string(), error.message(),
+             error == std::errc::too_many_symbolic_link_levels
+                 ? ": a symbolic link that leads back to itself"
+                 : "");
+  return regular;
+}
+
 std::vector<fs::path> expand_split_paths(std::string_view spec, FileFormat format,
                                          std::string_view what) {
   ROTA_CHECK(!spec.empty(), "data: {} is empty", what);
@@ -122,7 +134,8 @@ std::vector<fs::path> expand_split_paths(std::string_view spec, FileFormat forma
       current = std::move(next);
     }
     for (const fs::path& path : current) {
-      if (fs::is_regular_file(path, error)) files.push_back(path);
+      const bool regular = is_readable_regular_file(path, what);
+      if (regular) files.push_back(path);
     }
     std::sort(files.begin(), files.end());
     ROTA_CHECK(!files.empty(), "data: {}: the pattern '{}' matches no file", what, spec);
@@ -136,11 +149,11 @@ std::vector<fs::path> expand_split_paths(std::string_view spec, FileFormat forma
              what, spec, fs::current_path().string());
   if (fs::is_directory(path, error)) {
     for (const auto& entry : fs::directory_iterator(path, error)) {
-      if (entry.is_regular_file() && !is_hidden(entry.path()) &&
-          extension_fits(entry.path(), format)) {
-        files.push_back(entry.path());
-      }
+      if (is_hidden(entry.path()) || !extension_fits(entry.path(), format)) continue;
+      const bool regular = is_readable_regular_file(entry.path(), what);
+      if (regular) files.push_back(entry.path());
     }
+    ROTA_CHECK(!error, "data: {}: cannot list the directory '{}': {}", what, spec, error.message());
     std::sort(files.begin(), files.end());
     ROTA_CHECK(!files.empty(), "data: {}: directory '{}' has no {} files ({})", what, spec,
                file_format_name(format),

@@ -17,6 +17,11 @@ bool glob_match(std::string_view pattern, std::string_view name);
 /// Whether a path contains a wildcard (`*`, `?` or `[`).
 bool has_wildcard(std::string_view path);
 
+/// Whether `path` is a regular file (following symbolic links); false when nothing is there.
+/// A name that cannot be followed — a symbolic link loop, no permission — throws naming it and
+/// `what` ("files.train"): it is the user's file all the same, so it is not skipped.
+bool is_readable_regular_file(const std::filesystem::path& path, std::string_view what);
+
 /// The files of a split, in order:
 ///  - a pattern with wildcards (in any component): the regular files it matches, sorted by
 ///    path; names starting with '.' match only a pattern component starting with '.';

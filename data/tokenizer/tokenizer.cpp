@@ -36,7 +36,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& dir) {
     fail("tokenizer: {} has unknown kind '{}' (known: byte, char, word, sentencepiece)",
          file.string(), kind);
   } catch (const nlohmann::json::exception& e) {
-    fail("tokenizer: {}: a field is missing or malformed: {}", file.string(), e.what());
+    fail("tokenizer: {}: a field is missing or malformed: {}", file.string(), library_detail(e));
   }
 }
 

@@ -36,7 +36,7 @@ nlohmann::json read_config(const std::filesystem::path& dir) {
   try {
     config = nlohmann::json::parse(read_file(path));
   } catch (const nlohmann::json::exception& e) {
-    fail("tokenizer: {} is not valid JSON: {}", path.string(), e.what());
+    fail("tokenizer: {} is not valid JSON: {}", path.string(), library_detail(e));
   }
   // value() throws when the field has another type: check the types first.
   ROTA_CHECK(config.is_object() && config.contains("format") && config["format"].is_string() &&

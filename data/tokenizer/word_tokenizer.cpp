@@ -5,6 +5,7 @@
 
 #include "data/tokenizer/huggingface/hf_export.h"
 #include "data/tokenizer/tokenizer_config.h"
+#include "data/util/utf8.h"
 #include "framework/base/error.h"
 #include "framework/base/file_io.h"
 
@@ -133,8 +134,15 @@ void WordTokenizer::save(const std::filesystem::path& dir) const {
   nlohmann::json config = detail::config_header(*this);
   config["vocab_file"] = kVocabFile;
   detail::write_config(dir, config);
-  write_file_atomically(dir / hf::kHuggingFaceExportFile,
-                        hf::export_word_tokenizer(tokens_, specials_));
+  // A Hugging Face tokenizer.json is UTF-8 JSON: a vocabulary with a word that is not valid
+  // UTF-8 (from a Latin-1 corpus, say) has no such form, and the run keeps Rota's files only.
+  const bool utf8 = std::all_of(tokens_.begin(), tokens_.end(), [](const std::string& token) {
+    return is_valid_utf8(token);
+  });
+  if (utf8) {
+    write_file_atomically(dir / hf::kHuggingFaceExportFile,
+                          hf::export_word_tokenizer(tokens_, specials_));
+  }
 }
 
 std::unique_ptr<WordTokenizer> WordTokenizer::load(const std::filesystem::path& dir) {

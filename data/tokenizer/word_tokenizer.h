@@ -39,8 +39,9 @@ class WordTokenizer final : public Tokenizer {
   std::vector<int64_t> encode(std::string_view text) const override;
   std::string decode(std::span<const int64_t> ids) const override;
   std::string token_text(int64_t id) const override;
-  /// Writes tokenizer.json, vocab.txt (one token per line, in id order) and tokenizer.hf.json
-  /// (the same tokenizer for Hugging Face tokenizers; see docs/data.md).
+  /// Writes tokenizer.json, vocab.txt (one token per line, in id order) and, when every word
+  /// is valid UTF-8 (JSON's encoding), tokenizer.hf.json (the same tokenizer for Hugging Face
+  /// tokenizers; see docs/data.md).
   void save(const std::filesystem::path& dir) const override;
 
   /// The id of a word, or -1 when it is not in the vocabulary.

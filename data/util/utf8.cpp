@@ -49,4 +49,13 @@ size_t utf8_unit_offset(std::string_view text, int64_t index) {
   return pos;
 }
 
+bool is_valid_utf8(std::string_view text) {
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t length = utf8_unit_length(text, pos);
+    if (length == 1 && static_cast<unsigned char>(text[pos]) >= 0x80) return false;
+    pos += length;
+  }
+  return true;
+}
+
 }  // namespace rota::data

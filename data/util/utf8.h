@@ -13,6 +13,9 @@ namespace rota::data {
 /// units gives back the exact bytes.
 size_t utf8_unit_length(std::string_view text, size_t pos);
 
+/// Whether text is well-formed UTF-8 (every unit a code point, no stray byte).
+bool is_valid_utf8(std::string_view text);
+
 /// Number of character units in text.
 int64_t utf8_unit_count(std::string_view text);
 

@@ -1,6 +1,7 @@
 // Error type and checking macros: every failure is an exception naming the op and the shapes.
 #pragma once
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -13,6 +14,18 @@ class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
+
+/// A library exception's message without the library's tag, for a Rota sentence to quote as
+/// its detail: nlohmann's "[json.exception.parse_error.101] parse error at line 1, …" gives
+/// "parse error at line 1, …"; other messages are returned whole.
+inline std::string library_detail(const std::exception& error) {
+  std::string text = error.what();
+  if (text.rfind("[json.exception.", 0) == 0) {
+    const size_t end = text.find("] ");
+    if (end != std::string::npos) text.erase(0, end + 2);
+  }
+  return text;
+}
 
 /// Throws rota::Error with a fmt-formatted message.
 template <typename... Args>

@@ -192,7 +192,7 @@ SafetensorsContent parse_safetensors(std::string_view bytes, const std::string& 
   try {
     header = nlohmann::json::parse(header_text);
   } catch (const nlohmann::json::exception& e) {  // syntax, and numbers out of range (406)
-    refuse(name, "malformed JSON header: {}", e.what());
+    refuse(name, "malformed JSON header: {}", library_detail(e));
   }
   if (!header.is_object()) refuse(name, "the JSON header is not an object");
 

@@ -1,4 +1,9 @@
 // Rota's C++ exceptions as Python exceptions: rota.Error and its subclass rota.RecipeError.
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "app/run/error_text.h"
 #include "framework/base/error.h"
 
 #include "python/native/bindings.h"
@@ -19,6 +24,11 @@ void bind_errors(py::module_& m) {
       PyErr_SetString(recipe_error.ptr(), e.what());
     } catch (const Error& e) {
       PyErr_SetString(error.ptr(), e.what());
+    } catch (const std::filesystem::filesystem_error& e) {
+      // A library's failure that reached Python unannotated, in Rota's words.
+      PyErr_SetString(error.ptr(), app::error_text(e).c_str());
+    } catch (const nlohmann::json::exception& e) {
+      PyErr_SetString(error.ptr(), app::error_text(e).c_str());
     }
   });
 }

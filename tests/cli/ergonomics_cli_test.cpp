@@ -114,7 +114,8 @@ TEST(CliErgonomics, UnsetRemovesASectionAndEvalTakesOverrides) {
   ASSERT_EQ(batched.code, 0) << batched.output;
   const std::string loss = base.output.substr(base.output.rfind("loss="), 14);
   EXPECT_NE(batched.output.find(loss), std::string::npos) << loss << "\n" << batched.output;
-  expect_output(rota("eval " + run + " --set model.width=64"), 1, {"checkpoint has shape"});
+  expect_output(rota("eval " + run + " --set model.width=64"), 2,
+                {"differs in model.width: 32 -> 64", "leave these model fields out of --set"});
   expect_output(rota("eval " + run + " --set data.batch_sz=3"), 2,
                 {"--set data.batch_sz=3: data: unknown field 'batch_sz'"});
 }

@@ -81,7 +81,7 @@ std::unique_ptr<HuggingFaceTokenizer> HuggingFaceTokenizer::from_json(std::strin
   try {
     doc = json::parse(text);
   } catch (const json::exception& e) {
-    fail("{}: not valid JSON: {}", name, e.what());
+    fail("{}: not valid JSON: {}", name, library_detail(e));
   }
   const JsonPath root{name, ""};
   if (!doc.is_object()) fail("{}: a tokenizer.json must be a JSON object", name);

@@ -315,6 +315,34 @@ TEST(PreparedCorpus, DamageIsReportedNamingTheFile) {
   expect_error([&] { PreparedCorpus::open(good).check_tokenizer(*other); }, "tokenizer mismatch");
 }
 
+// Two preparations into one --out: the one that finishes second finds the place taken, says so
+// in Rota's words, leaves the other's directory as it was and removes its own temporary one.
+TEST(PreparedCorpus, APreparationThatFindsItsOutputTakenMeanwhileLeavesItAndSaysSo) {
+  Fixture f;
+  const fs::path out = f.tmp / "shared";
+  const fs::path other = f.tmp / "other";
+  f.prepare(other);
+  PrepareOptions options;
+  options.out = out;
+  options.shard_bytes = 1000;
+  options.piece_bytes = 500;
+  options.threads = 2;
+  bool raced = false;
+  options.progress = [&](const PrepareProgress&) {
+    if (raced) return;
+    raced = true;  // the other process renames its finished directory into place
+    fs::copy(other, out, fs::copy_options::recursive);
+  };
+  expect_error([&] { prepare_corpus(f.corpus(), *f.tokenizer, options); },
+               {"data prepare: could not move the prepared corpus into " + out.string(),
+                "another process changed that directory", "rota data verify " + out.string()});
+  EXPECT_EQ(read_file(out / "manifest.json"), read_file(other / "manifest.json"));
+  EXPECT_NO_THROW(verify_prepared(out));
+  for (const auto& entry : fs::directory_iterator(f.tmp.path())) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
+  }
+}
+
 TEST(TokenizerDigest, SurvivesASaveAndLoadForEveryKind) {
   // Training checks the run's tokenizer (loaded from the directory or a checkpoint, saved again)
   // against the manifest's digest, so save(load(x)) must give x's files back.

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "data/source/label_map.h"
+#include "data/util/utf8.h"
 #include "tests/support/expect_error.h"
 
 namespace rota::data {
@@ -34,6 +35,19 @@ TEST(LabelMap, DerivedFromTrainingLabels) {
         LabelMap::from_training_labels({"neg", "pos", "neutral"}, 2, "train (a.csv)");
       },
       {"train (a.csv) has 3 distinct labels", "num_classes is 2"});
+}
+
+TEST(LabelMap, LabelsThatAreNotUtf8AreRefusedNamingTheFile) {
+  expect_error(
+      [] {
+        LabelMap::from_training_labels({"caf\xe9", "tea"}, 2, "drinks.csv");
+      },
+      {"labels: drinks.csv: the label", "is not valid UTF-8 text", "iconv"});
+  EXPECT_EQ(LabelMap::from_training_labels({"caf\xc3\xa9", "tea"}, 2, "drinks.csv").size(), 2);
+  EXPECT_TRUE(is_valid_utf8("caf\xc3\xa9 \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(is_valid_utf8("caf\xe9"));
+  EXPECT_FALSE(is_valid_utf8("\xc3"));          // a sequence cut short
+  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));  // a surrogate
 }
 
 TEST(LabelMap, JsonRoundTrip) {
