@@ -52,7 +52,7 @@ Command add_generate_command(CLI::App& app) {
   CLI::Option* prompt = cmd->add_option("--prompt", request->prompt, "Text to continue");
   CLI::Option* prompts =
       cmd->add_option("--prompts", request->prompts_file,
-                      "A file of prompts, one per line (UTF-8), generated as one batch");
+                      "A file of prompts, one per line (UTF-8), decoded together in batches");
   prompt->excludes(prompts);
   cmd->add_option("--tokens", request->tokens, "Tokens to generate (default 200)")
       ->check(non_negative_number());
@@ -72,7 +72,7 @@ Command add_generate_command(CLI::App& app) {
                   "End a continuation where this text appears, cut before it (repeatable)")
       ->allow_extra_args(false);
   cmd->add_flag("--stop-at-eos", request->stop_at_eos,
-                "End a continuation at the tokenizer's <eos> (word, SentencePiece, Hugging Face)");
+                "End a continuation at the tokenizer's <eos> (refused when it has none)");
   cmd->add_option("--samples", request->samples, "Continuations per prompt (default 1)")
       ->check(positive_number());
   cmd->add_option("--format", request->format,
