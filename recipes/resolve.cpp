@@ -21,6 +21,7 @@ bool is_optional_section(const FD& field) {
   static const std::set<std::string> kSections = {
       "rota.recipes.Recipe.finetune",
       "rota.recipes.Train.sample",
+      "rota.recipes.Train.early_stopping",
       "rota.recipes.SoftmaxAttention.streaming",
       "rota.recipes.Data.tsv",
       "rota.recipes.LinearAttention.decay",

@@ -786,6 +786,23 @@ void check_train(Checker& check, const Recipe& recipe) {
                  "with train.segment_length instead");
     }
   }
+  if (train.has_early_stopping()) {
+    const EarlyStopping& stopping = train.early_stopping();
+    if (!stopping.has_patience()) {
+      check.fail("train.early_stopping.patience",
+                 "required: the evaluations in a row without improvement that end the run");
+    } else {
+      check.at_least("train.early_stopping.patience", stopping.patience(), 1);
+    }
+    if (!(std::isfinite(stopping.min_delta()) && stopping.min_delta() >= 0)) {
+      check.fail("train.early_stopping.min_delta",
+                 "must be a finite number >= 0 (got " + num(stopping.min_delta()) + ")");
+    }
+    if (train.eval_every() == 0) {
+      check.fail("train.early_stopping",
+                 "needs train.eval_every > 0 (with 0 the run evaluates only at its end)");
+    }
+  }
   if (train.has_best_metric() && train.best_metric() != Train::LOSS &&
       model.kind() != Model::CLASSIFIER) {
     check.fail("train.best_metric", Train::Metric_Name(train.best_metric()) +

@@ -327,8 +327,8 @@ int train_on_this_rank(const TrainRequest& request,
   for (const auto& [name, value] : outcome.final_metrics) {
     line += fmt::format(" {}={:.6g}", name, value);
   }
-  std::printf("%s step=%lld run=%s\n", line.c_str(), static_cast<long long>(outcome.step),
-              run_dir.c_str());
+  std::printf("%s step=%lld%s run=%s\n", line.c_str(), static_cast<long long>(outcome.step),
+              outcome.stopped_early ? " stopped_early=true" : "", run_dir.c_str());
   std::fflush(stdout);
   return kExitOk;
 }

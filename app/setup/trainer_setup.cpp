@@ -33,6 +33,10 @@ train::TrainerOptions trainer_options_from_recipe(const recipes::Recipe& recipe,
                   : metric == recipes::Train::MCC ? "mcc"
                                                   : "accuracy";
   o.higher_is_better = metric != recipes::Train::LOSS;
+  if (t.has_early_stopping()) {
+    o.early_stopping_patience = t.early_stopping().patience();
+    o.early_stopping_min_delta = t.early_stopping().min_delta();
+  }
   return o;
 }
 

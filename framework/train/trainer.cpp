@@ -273,6 +273,26 @@ bool Trainer::evaluate_and_record(RunOutputs& out, int64_t step, Metrics& metric
   return true;
 }
 
+bool Trainer::early_stopping_says_stop(int64_t step, const Metrics& metrics) {
+  if (options_.early_stopping_patience <= 0) return false;
+  const double value = metric_value(metrics, options_.best_metric);
+  io::EarlyStoppingState* stopping = state_.mutable_early_stopping();
+  const double gain =
+      options_.higher_is_better ? value - stopping->reference() : stopping->reference() - value;
+  if (!stopping->has_reference() || gain > options_.early_stopping_min_delta) {
+    stopping->set_has_reference(true);
+    stopping->set_reference(value);
+    stopping->set_reference_step(step);
+    stopping->set_stale_evaluations(0);
+    return false;
+  }
+  stopping->set_stale_evaluations(stopping->stale_evaluations() + 1);
+  if (stopping->stale_evaluations() < options_.early_stopping_patience) return false;
+  stopping->set_stopped(true);
+  stopping->set_stopped_step(step);
+  return true;
+}
+
 StepReport Trainer::step_report(const StepResult& result, int64_t step, double step_seconds,
                                 const Metrics* eval) const {
   StepReport report;
@@ -322,6 +342,19 @@ TrainOutcome Trainer::run() {
   const int64_t first_step = runner_.steps_done() + 1;
   if (first_step > 1) io::log_info("continuing at step {}/{}", first_step, options_.total_steps);
   if (comm_->world_size() > 1) io::log_info("data-parallel over {}", comm_->description());
+  if (state_.early_stopping().stopped()) {
+    // Resuming a run that early stopping ended: it stays ended.
+    io::log_info(
+        "the run was ended by early stopping at step {} (best valid {} = {:.6g} at step {}); "
+        "evaluating its final state",
+        state_.early_stopping().stopped_step(), options_.best_metric,
+        state_.early_stopping().reference(), state_.early_stopping().reference_step());
+    outcome.final_metrics = evaluate_and_log(runner_.steps_done());
+    outcome.step = runner_.steps_done();
+    outcome.wall_time_s = state_.wall_time_s();
+    outcome.stopped_early = true;
+    return outcome;
+  }
   if (first_step > options_.total_steps) {
     // Resuming a finished run (e.g. `make train` run twice): nothing to train; report the
     // final model's validation metrics again and leave the run directory as it is.
@@ -344,6 +377,8 @@ TrainOutcome Trainer::run() {
     const bool last = step == options_.total_steps;
     const bool evaluated = last || (options_.eval_every > 0 && step % options_.eval_every == 0);
     const bool is_best = evaluated && evaluate_and_record(out, step, outcome.final_metrics);
+    const bool stop_early =
+        evaluated && !last && early_stopping_says_stop(step, outcome.final_metrics);
     const bool observer_stop =
         options_.on_step &&
         !options_.on_step(
@@ -351,11 +386,28 @@ TrainOutcome Trainer::run() {
     const int signal = agreed_stop_signal(StopSignalGuard::requested());
     const bool stop_requested = signal != 0 || observer_stop ||
                                 (options_.stop_after_step > 0 && step >= options_.stop_after_step);
-    if (last || is_best || stop_requested ||
+    if (last || is_best || stop_requested || stop_early ||
         (options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0)) {
       out.finish_progress();
       update_wall_time();
       outcome.last_checkpoint = save(is_best);
+    }
+    if (stop_early) {
+      const io::EarlyStoppingState& stopping = state_.early_stopping();
+      io::log_info(
+          "early stopping: valid {} has not improved by more than {:g} for {} evaluations (best "
+          "{:.6g} at step {}); the run ends at step {}/{}",
+          options_.best_metric, options_.early_stopping_min_delta, stopping.stale_evaluations(),
+          stopping.reference(), stopping.reference_step(), step, options_.total_steps);
+      outcome.status = TrainStatus::kFinished;
+      outcome.stopped_early = true;
+      outcome.step = step;
+      outcome.wall_time_s = state_.wall_time_s();
+      if (state_.has_best_eval()) {
+        io::log_info("best valid {} = {:.6g} at step {}", state_.best_eval().metric(),
+                     state_.best_eval().value(), state_.best_eval().step());
+      }
+      return outcome;
     }
     if (stop_requested && !last) {
       out.finish_progress();

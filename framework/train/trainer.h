@@ -91,6 +91,11 @@ struct TrainerOptions {
   /// Stop after this many steps as if interrupted (a checkpoint is written; resuming later
   /// continues the same schedule); 0 = run to total_steps.
   int64_t stop_after_step = 0;
+  /// Early stopping (train.early_stopping): the run ends, as finished, at the evaluation that
+  /// makes `early_stopping_patience` evaluations in a row without an improvement of more than
+  /// early_stopping_min_delta in best_metric; 0 = off.
+  int early_stopping_patience = 0;
+  double early_stopping_min_delta = 0;
   /// Sees every step and may stop the run (the Python bindings' callback); empty: none.
   StepObserver on_step;
   /// Install SIGINT/SIGTERM handlers that checkpoint and stop cleanly during run().
@@ -112,8 +117,9 @@ struct TrainOutcome {
   int64_t step = 0;       // optimizer steps completed
   Metrics final_metrics;  // the last evaluation (empty when interrupted)
   std::filesystem::path last_checkpoint;
-  double wall_time_s = 0;  // summed over resumes
-  int signal = 0;          // the signal that stopped the run, if any
+  double wall_time_s = 0;      // summed over resumes
+  int signal = 0;              // the signal that stopped the run, if any
+  bool stopped_early = false;  // finished by early stopping, before total_steps
 };
 
 /// Runs training to the end (or to an interruption). Writes in run_dir: metrics.jsonl (one
@@ -153,6 +159,9 @@ class Trainer {
   /// Evaluates, records the valid line, and returns whether the best metric improved.
   bool evaluate_and_record(RunOutputs& out, int64_t step, Metrics& metrics);
   Metrics evaluate_and_log(int64_t step);
+  /// Counts this evaluation for early stopping (state_.early_stopping); true when the run
+  /// must end here.
+  bool early_stopping_says_stop(int64_t step, const Metrics& metrics);
   std::filesystem::path save(bool is_best);
   bool is_root() const { return comm_->rank() == 0; }
   /// The stop signal any rank received (the first in rank order), the same on every rank.

@@ -419,6 +419,11 @@ RUNS = {
             expect=(r"split=test loss=\S+ accuracy=",)),
     },
     "docs/training.md": {
+        "build/rota train recipes/tests/tiny_causal_lm.txtpb --out runs/tiny-early --set "
+        "train.steps=40 --set train.eval_every=5 --set "
+        "'train.early_stopping={patience: 2 min_delta: 100}'": Run(
+            expect=(r"early stopping: valid loss has not improved by more than 100 for 2 "
+                    r"evaluations", r"step=15 stopped_early=true run=runs/tiny-early")),
         # `rota generate`'s options on a tiny run standing in for runs/default.
         "rota generate runs/default --prompt \"ROMEO:\" --tokens 200 --top-p 0.9 "
         "--repetition-penalty 1.2": Run(

@@ -438,6 +438,153 @@ TEST_F(TrainerTest, UnknownBestMetricThrowsNamingTheKeys) {
   io::set_log_file({});
 }
 
+// Early stopping computed independently of the trainer: the step of the evaluation that ends a
+// run of `script` (evaluations every `eval_every` steps), 0 when none does before the last.
+int64_t expected_early_stop(const std::vector<train::Metrics>& script, const std::string& metric,
+                            bool higher_is_better, double min_delta, int patience,
+                            int64_t eval_every) {
+  bool has_reference = false;
+  double reference = 0;
+  int stale = 0;
+  for (size_t i = 0; i + 1 < script.size(); ++i) {  // the last evaluation ends the run anyway
+    const double value = train::metric_value(script[i], metric);
+    const double gain = higher_is_better ? value - reference : reference - value;
+    if (!has_reference || gain > min_delta) {
+      has_reference = true;
+      reference = value;
+      stale = 0;
+    } else if (++stale >= patience) {
+      return static_cast<int64_t>(i + 1) * eval_every;
+    }
+  }
+  return 0;
+}
+
+struct EarlyStoppingCase {
+  std::vector<train::Metrics> script;
+  std::string metric;
+  bool higher_is_better;
+  double min_delta;
+  int patience;
+};
+
+class TrainerEarlyStopping : public TrainerTest,
+                             public ::testing::WithParamInterface<EarlyStoppingCase> {};
+
+// The run ends, as finished, at the evaluation the count says, with a checkpoint there that
+// records it; the best checkpoint stays the best of any improvement; resuming a stopped run
+// trains no further; a run interrupted before that point and resumed stops at the same step.
+TEST_P(TrainerEarlyStopping, EndsAfterPatienceEvaluationsWithoutAnImprovementOfMinDelta) {
+  const EarlyStoppingCase& c = GetParam();
+  const int64_t eval_every = 2;
+  const auto total = static_cast<int64_t>(c.script.size()) * eval_every;
+  const int64_t stop = expected_early_stop(c.script, c.metric, c.higher_is_better, c.min_delta,
+                                           c.patience, eval_every);
+  auto options_for = [&](const fs::path& dir) {
+    train::TrainerOptions options = quiet_options(dir, total);
+    options.eval_every = eval_every;
+    options.best_metric = c.metric;
+    options.higher_is_better = c.higher_is_better;
+    options.early_stopping_patience = c.patience;
+    options.early_stopping_min_delta = c.min_delta;
+    return options;
+  };
+  TrainingRig whole(total);
+  whole.task.scripted = c.script;
+  const fs::path dir = temp_ / "whole";
+  const train::TrainOutcome outcome =
+      train::Trainer(whole.task, whole.optimizer, *whole.schedule, options_for(dir)).run();
+  EXPECT_EQ(outcome.status, train::TrainStatus::kFinished);
+  EXPECT_EQ(outcome.stopped_early, stop > 0);
+  const int64_t end = stop > 0 ? stop : total;
+  EXPECT_EQ(outcome.step, end);
+  EXPECT_EQ(whole.task.drawn(), end);
+  EXPECT_EQ(*io::find_latest(dir), step_dir(dir, end));
+  const io::TrainState state = io::load_checkpoint(*io::find_latest(dir)).state;
+  EXPECT_EQ(state.early_stopping().stopped(), stop > 0);
+  // The best checkpoint: any improvement, up to the end.
+  int64_t best_step = 0;
+  double best = 0;
+  for (int64_t k = 0; k * eval_every < end; ++k) {
+    const double value = train::metric_value(c.script[static_cast<size_t>(k)], c.metric);
+    if (best_step == 0 || (c.higher_is_better ? value > best : value < best)) {
+      best = value;
+      best_step = (k + 1) * eval_every;
+    }
+  }
+  EXPECT_EQ(*io::find_best(dir), step_dir(dir, best_step));
+  if (stop == 0) return;
+
+  // Resuming the stopped run trains no further.
+  TrainingRig again(total);
+  again.task.scripted = {c.script[static_cast<size_t>(stop / eval_every - 1)]};
+  train::Trainer resumed_stopped(again.task, again.optimizer, *again.schedule, options_for(dir));
+  resumed_stopped.resume(*io::find_latest(dir));
+  const train::TrainOutcome still = resumed_stopped.run();
+  EXPECT_TRUE(still.stopped_early);
+  EXPECT_EQ(still.step, stop);
+  EXPECT_EQ(again.task.drawn(), stop);
+
+  // Interrupted one evaluation before the stop, then resumed: the count goes on.
+  const fs::path split_dir = temp_ / "split";
+  const int64_t interrupt = stop - eval_every;
+  {
+    TrainingRig first(total);
+    first.task.scripted = c.script;
+    train::TrainerOptions options = options_for(split_dir);
+    options.stop_after_step = interrupt;
+    EXPECT_EQ(train::Trainer(first.task, first.optimizer, *first.schedule, options).run().status,
+              train::TrainStatus::kInterrupted);
+  }
+  TrainingRig second(total);
+  second.task.scripted.assign(c.script.begin() + interrupt / eval_every, c.script.end());
+  train::Trainer continued(second.task, second.optimizer, *second.schedule, options_for(split_dir));
+  continued.resume(*io::find_latest(split_dir));
+  const train::TrainOutcome resumed = continued.run();
+  EXPECT_TRUE(resumed.stopped_early);
+  EXPECT_EQ(resumed.step, stop);
+  expect_bitwise_equal(second.task.model().state_dict().items(),
+                       whole.task.model().state_dict().items());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Scripts, TrainerEarlyStopping,
+    ::testing::Values(
+        // Improvements smaller than min_delta do not reset the count: stops at the 4th.
+        EarlyStoppingCase{{{{"loss", 5.0}},
+                           {{"loss", 4.0}},
+                           {{"loss", 3.95}},
+                           {{"loss", 3.92}},
+                           {{"loss", 1.0}},
+                           {{"loss", 0.5}}},
+                          "loss",
+                          false,
+                          0.1,
+                          2},
+        // Higher is better; a worse value in between counts as stale; stops at the 5th.
+        EarlyStoppingCase{{{{"accuracy", 0.5}},
+                           {{"accuracy", 0.7}},
+                           {{"accuracy", 0.6}},
+                           {{"accuracy", 0.71}},
+                           {{"accuracy", 0.705}},
+                           {{"accuracy", 0.99}},
+                           {{"accuracy", 0.99}}},
+                          "accuracy",
+                          true,
+                          0.05,
+                          3},
+        // Never patience evaluations in a row: runs to the end.
+        EarlyStoppingCase{{{{"loss", 5.0}},
+                           {{"loss", 5.0}},
+                           {{"loss", 4.0}},
+                           {{"loss", 4.5}},
+                           {{"loss", 3.0}},
+                           {{"loss", 3.0}}},
+                          "loss",
+                          false,
+                          0.0,
+                          2}));
+
 // The lines as text, without the timing field, so that runs can be compared line by line.
 std::vector<std::string> without_timing(const std::vector<json>& lines) {
   std::vector<std::string> texts;
