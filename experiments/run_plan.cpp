@@ -17,14 +17,15 @@ namespace {
 /// The stage as rota train will see it: the recipe file, the overrides with the run's name
 /// last, and the resolved recipe (loaded exactly as rota train loads it).
 StagePlan make_stage(int index, const fs::path& recipe_file, std::vector<std::string> overrides,
-                     const std::string& name, const fs::path& run_dir) {
+                     const std::string& name, const fs::path& run_dir,
+                     const recipes::PretrainedModel& pretrained = {}) {
   StagePlan stage;
   stage.index = index;
   stage.recipe_file = recipe_file;
   stage.overrides = std::move(overrides);
   stage.overrides.push_back("name=" + name);
   stage.run_dir = run_dir;
-  stage.recipe = recipes::load_recipe(recipe_file, stage.overrides);
+  stage.recipe = recipes::load_recipe(recipe_file, stage.overrides, pretrained);
   stage.recipe_text = recipes::format_recipe(stage.recipe);
   return stage;
 }
@@ -78,9 +79,17 @@ std::vector<PlannedRun> plan_runs(const recipes::AblationPlan& plan, const fs::p
         const std::string init_from = run.dir.string();
         const std::string follow_up_name =
             recipes::follow_up_recipe(plan, variant, seed, init_from).name();
+        // The follow-up inherits the model of the first stage's run, as rota train will read
+        // it from that run once it has trained.
+        const recipes::Model first_model = run.stages.front().recipe.model();
+        const recipes::PretrainedModel first_stage =
+            [&](const std::string& from) -> std::optional<recipes::Model> {
+          if (from == init_from) return first_model;
+          return std::nullopt;
+        };
         run.stages.push_back(make_stage(
             1, plan.follow_up_recipe, recipes::follow_up_overrides(plan, variant, seed, init_from),
-            follow_up_name, follow_up_dir));
+            follow_up_name, follow_up_dir, first_stage));
       }
       runs.push_back(std::move(run));
     }

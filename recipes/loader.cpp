@@ -6,6 +6,7 @@
 
 #include <google/protobuf/text_format.h>
 
+#include "recipes/model_inheritance.h"
 #include "recipes/overrides.h"
 #include "recipes/resolve.h"
 #include "recipes/text_parse.h"
@@ -79,12 +80,13 @@ std::string read_text_file(const std::filesystem::path& file) {
   return text.str();
 }
 
-Recipe load_recipe(const std::filesystem::path& file, std::span<const std::string> overrides) {
-  return load_recipe_text(read_text_file(file), file.string(), overrides);
+Recipe load_recipe(const std::filesystem::path& file, std::span<const std::string> overrides,
+                   const PretrainedModel& pretrained) {
+  return load_recipe_text(read_text_file(file), file.string(), overrides, pretrained);
 }
 
 Recipe load_recipe_text(std::string_view text, std::string_view source_name,
-                        std::span<const std::string> overrides) {
+                        std::span<const std::string> overrides, const PretrainedModel& pretrained) {
   // A UTF-8 byte order mark (some editors write one) is not part of the text.
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   SourceMap source{std::string(source_name)};
@@ -106,6 +108,11 @@ Recipe load_recipe_text(std::string_view text, std::string_view source_name,
   std::vector<AppliedOverride> applied;
   for (const std::string& override_ : overrides) {
     applied.push_back({override_, apply_override(recipe, override_)});
+  }
+  if (pretrained && recipe.has_finetune() && !recipe.finetune().init_from().empty()) {
+    if (const std::optional<Model> model = pretrained(recipe.finetune().init_from())) {
+      inherit_model(recipe, *model);
+    }
   }
   if (!recipe.has_name()) recipe.set_name(file_stem(source_name));
   resolve_recipe(recipe);

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -12,6 +14,9 @@
 
 namespace rota::recipes {
 
+/// The model block a fine-tuning recipe's finetune.init_from was trained with, if it can be read.
+using PretrainedModel = std::function<std::optional<Model>(const std::string& init_from)>;
+
 /// What the CLI does with `rota train RECIPE --set ...`:
 /// 1. parse the text format (syntax errors and unknown fields: `file:line:col: path: what`);
 /// 2. check `version` and upgrade an older recipe (upgrade.h);
@@ -21,11 +26,18 @@ namespace rota::recipes {
 /// Returns the resolved recipe. Throws RecipeError listing every problem, one per line, each
 /// located at `file:line:col` of the offending field (or its nearest written ancestor) or at
 /// the `--set` that set it, followed by the field path.
-Recipe load_recipe(const std::filesystem::path& file, std::span<const std::string> overrides = {});
+///
+/// With `pretrained`, a recipe with finetune.init_from inherits its model block after step 3:
+/// pretrained(init_from) gives the model the pretrained run was trained with (nullopt when it
+/// cannot be read: the recipe's own block stands, and loading the weights says what is wrong),
+/// and the fields the recipe writes win over it (model_inheritance.h).
+Recipe load_recipe(const std::filesystem::path& file, std::span<const std::string> overrides = {},
+                   const PretrainedModel& pretrained = {});
 
 /// The same from text; `source_name` names it in messages (and gives the default name).
 Recipe load_recipe_text(std::string_view text, std::string_view source_name,
-                        std::span<const std::string> overrides = {});
+                        std::span<const std::string> overrides = {},
+                        const PretrainedModel& pretrained = {});
 
 /// The recipe in protobuf text format, preceded by `# ` comment lines for `header` (one per
 /// line; none when empty). Reading it back with load_recipe_text gives an equal recipe.

@@ -11,6 +11,7 @@
 
 #include "app/run/exit_codes.h"
 #include "app/run/matmul_ceiling.h"
+#include "app/setup/finetune_setup.h"
 #include "app/setup/optimizer_setup.h"
 #include "app/setup/precision_setup.h"
 #include "app/setup/schedule_setup.h"
@@ -35,7 +36,8 @@ int run_bench_train(const BenchTrainRequest& request) {
       request.dtype.empty() ? MatmulPrecision::kF32 : parse_precision("--dtype", request.dtype);
   if (request.steps < 1) throw recipes::RecipeError("--steps must be >= 1");
   if (request.warmup < 0) throw recipes::RecipeError("--warmup must be >= 0");
-  const recipes::Recipe recipe = recipes::load_recipe(request.recipe, request.overrides);
+  const recipes::Recipe recipe =
+      recipes::load_recipe(request.recipe, request.overrides, pretrained_model);
   const MatmulPrecisionGuard precision(request.dtype.empty() ? precision_from_recipe(recipe)
                                                              : flag_precision);
   report_precision(matmul_precision());

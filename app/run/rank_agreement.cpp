@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "app/run/exit_codes.h"
+#include "app/setup/finetune_setup.h"
 #include "app/tasks/task.h"
 #include "framework/distributed/launch.h"
 #include "framework/io/log.h"
@@ -22,11 +23,11 @@ void refuse_on_every_rank(const distributed::Communicator& comm, const std::stri
 recipes::Recipe load_recipe_on_every_rank(distributed::Communicator& comm,
                                           const std::string& recipe_file,
                                           const std::vector<std::string>& overrides) {
-  if (comm.world_size() == 1) return recipes::load_recipe(recipe_file, overrides);
+  if (comm.world_size() == 1) return recipes::load_recipe(recipe_file, overrides, pretrained_model);
   recipes::Recipe recipe;
   std::string error;
   try {
-    recipe = recipes::load_recipe(recipe_file, overrides);
+    recipe = recipes::load_recipe(recipe_file, overrides, pretrained_model);
   } catch (const recipes::RecipeError& e) {
     error = e.what();
   }

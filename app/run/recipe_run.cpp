@@ -8,6 +8,7 @@
 #include <google/protobuf/text_format.h>
 
 #include "app/run/exit_codes.h"
+#include "app/setup/finetune_setup.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
 #include "recipes/field_path.h"
@@ -37,7 +38,7 @@ recipes::Recipe load_recipe_or_run(const std::string& path,
     const fs::path recipe = checkpoint / io::kRecipeFile;
     return recipes::load_recipe_text(recipes::read_text_file(recipe), recipe.string(), overrides);
   }
-  return recipes::load_recipe(path, overrides);
+  return recipes::load_recipe(path, overrides, pretrained_model);
 }
 
 std::vector<std::pair<std::string, std::string>> flatten_recipe(const recipes::Recipe& recipe) {

@@ -164,7 +164,8 @@ recipes::Recipe load_request_recipe(distributed::Communicator& comm, const Train
   if (request.recipe_text.empty()) {
     return load_recipe_on_every_rank(comm, request.recipe, request.overrides);
   }
-  return recipes::load_recipe_text(request.recipe_text, request.recipe, request.overrides);
+  return recipes::load_recipe_text(request.recipe_text, request.recipe, request.overrides,
+                                   pretrained_model);
 }
 
 // Started by mpirun (or another MPI launcher), whatever the number of ranks.

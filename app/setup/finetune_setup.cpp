@@ -6,6 +6,7 @@
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
 #include "framework/io/log.h"
+#include "recipes/loader.h"
 
 namespace rota::app {
 namespace {
@@ -18,6 +19,16 @@ std::string join_names(const std::vector<std::string>& names, size_t limit = 8) 
 }
 
 }  // namespace
+
+std::optional<recipes::Model> pretrained_model(const std::string& init_from) {
+  try {
+    const std::filesystem::path checkpoint = io::resolve_checkpoint(init_from);
+    const std::filesystem::path file = checkpoint / io::kRecipeFile;
+    return recipes::load_recipe_text(recipes::read_text_file(file), file.string()).model();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
 
 int64_t freeze_parameters(nn::Module& model, const std::vector<std::string>& patterns) {
   std::set<std::string> embedding_names;
