@@ -82,6 +82,18 @@ train::MicroBatch CausalLmTask::next_micro_batch() {
   return micro;
 }
 
+TrainingBatch CausalLmTask::next_training_batch() {
+  if (carry_state_) {
+    throw recipes::RecipeError(
+        "training batches: with train.carry_state every window continues the model's state "
+        "from the one before, which batches alone cannot give; train with rota train");
+  }
+  prepare_training_data();
+  const data::LoaderBatch indices = loader_->next();
+  const data::LmBatch batch = packed(train_data_->batch(indices.indices, indices.epoch));
+  return {batch.tokens, batch.targets, Tensor(), Tensor(), batch.segment_ids, indices.epoch};
+}
+
 data::LmBatch CausalLmTask::packed(data::LmBatch batch) const {
   if (document_separator() >= 0) data::mark_causal_documents(batch, document_separator());
   return batch;

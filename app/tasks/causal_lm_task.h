@@ -23,6 +23,7 @@ class CausalLmTask : public Task {
   nn::Module& model() override { return *model_; }
   models::CausalLm& causal_lm() { return *model_; }
   train::MicroBatch next_micro_batch() override;
+  TrainingBatch next_training_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
   std::vector<PositionBucket> evaluate_by_position(const std::string& split,
                                                    int64_t max_batches) override;

@@ -151,6 +151,13 @@ train::MicroBatch ClassifierTask::next_micro_batch() {
   return {model_->loss(batch.tokens, batch.mask, batch.labels), tokens};
 }
 
+TrainingBatch ClassifierTask::next_training_batch() {
+  prepare_training_data();
+  const data::LoaderBatch indices = loader_->next();
+  const data::ClassificationBatch batch = train_data_->batch(indices.indices);
+  return {batch.tokens, Tensor(), batch.mask, batch.labels, Tensor(), indices.epoch};
+}
+
 train::Metrics ClassifierTask::evaluate_split(const std::string& split, int64_t max_batches) {
   const data::ClassificationDataset& dataset = split_dataset(split);
   ROTA_CHECK(dataset.labeled(), "eval: the {} split of '{}' has no labels", split, corpus().name());

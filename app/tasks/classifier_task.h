@@ -27,6 +27,7 @@ class ClassifierTask : public Task {
   nn::Module& model() override { return *model_; }
   models::Classifier& classifier() { return *model_; }
   train::MicroBatch next_micro_batch() override;
+  TrainingBatch next_training_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
   std::vector<EvalBatch> evaluation_batches(const std::string& split, int64_t max_batches) override;
   /// Prepares the training examples and reads every other split (data.files: all of them;

@@ -49,6 +49,13 @@ train::MicroBatch MaskedLmTask::next_micro_batch() {
   return {model_->loss(batch.tokens, batch.targets, batch.mask, batch.segment_ids), tokens};
 }
 
+TrainingBatch MaskedLmTask::next_training_batch() {
+  prepare_training_data();
+  const data::LoaderBatch indices = loader_->next();
+  const data::LmBatch batch = packed(train_data_->batch(indices.indices, indices.epoch));
+  return {batch.tokens, batch.targets, batch.mask, Tensor(), batch.segment_ids, indices.epoch};
+}
+
 data::LmBatch MaskedLmTask::packed(data::LmBatch batch) const {
   if (document_separator() >= 0) data::mark_masked_documents(batch, document_separator());
   return batch;

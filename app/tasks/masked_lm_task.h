@@ -22,6 +22,7 @@ class MaskedLmTask : public Task {
   nn::Module& model() override { return *model_; }
   models::MaskedLm& masked_lm() { return *model_; }
   train::MicroBatch next_micro_batch() override;
+  TrainingBatch next_training_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
   std::vector<EvalBatch> evaluation_batches(const std::string& split, int64_t max_batches) override;
 

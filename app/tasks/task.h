@@ -45,6 +45,16 @@ struct EvalBatch {
   Tensor labels;   // [B] i64
 };
 
+/// One micro-batch of training data, as the task's next_micro_batch() feeds it to the model.
+struct TrainingBatch {
+  Tensor tokens;       // [B, T] i64
+  Tensor targets;      // [B, T] i64, data::kIgnoreIndex where there is no target (LMs)
+  Tensor mask;         // [B, T] f32: masked LM: 1 at real tokens; classifier: 1 at real tokens
+  Tensor labels;       // [B] i64 (classifiers)
+  Tensor segment_ids;  // [B, T] i64: packed documents, each window's document index (LMs)
+  int64_t epoch = 0;   // the pass over the training split it belongs to
+};
+
 /// Everything a task is built from. The tokenizer is already chosen (built, loaded from a
 /// checkpoint, or from data.tokenizer.path).
 struct TaskInputs {
@@ -91,6 +101,11 @@ class Task : public train::TrainingTask {
   /// them (for reproducing an evaluation elsewhere, e.g. the Python bindings). Not collective.
   virtual std::vector<EvalBatch> evaluation_batches(const std::string& split,
                                                     int64_t max_batches) = 0;
+  /// The next micro-batch of training data exactly as next_micro_batch() would draw it (same
+  /// cursor, same order, same masking), without running the model: for feeding another
+  /// framework with Rota's data pipeline. train.carry_state is refused (its batches carry the
+  /// model's state; recipes::RecipeError).
+  virtual TrainingBatch next_training_batch() = 0;
   /// Validation metrics with the recipe's train.eval_batches.
   train::Metrics evaluate() override;
   /// Optimizer steps in one pass over the training split at the recipe's global batch.

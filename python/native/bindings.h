@@ -22,5 +22,13 @@ py::array encode_to_numpy(const data::Tokenizer& tokenizer, const std::string& t
 void bind_run(py::module_& m);
 /// rota.train.
 void bind_train(py::module_& m);
+/// rota.training_batches and rota.TrainingBatches.
+void bind_batches(py::module_& m);
+
+/// Whether a recipe argument is the recipe's text: a str that names no existing file and looks
+/// like recipe text (a newline, brace or colon); otherwise it is a file (str or path object).
+bool is_recipe_text(const py::object& recipe);
+/// A str or path-like object as a path string (os.fspath).
+std::string path_text(const py::object& path);
 
 }  // namespace rota::python

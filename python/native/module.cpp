@@ -14,4 +14,5 @@ PYBIND11_MODULE(_native, m) {
   rota::python::bind_tokenizer(m);
   rota::python::bind_run(m);
   rota::python::bind_train(m);
+  rota::python::bind_batches(m);
 }

@@ -10,16 +10,19 @@
 #include "python/native/bindings.h"
 
 namespace rota::python {
-namespace {
 
-// A recipe argument is a file when it is a path object, names an existing file, or looks like
-// no recipe text (no newline, brace or colon); otherwise it is the recipe's text.
 bool is_recipe_text(const py::object& recipe) {
   if (!py::isinstance<py::str>(recipe)) return false;
   const std::string text = recipe.cast<std::string>();
   if (py::module_::import("os.path").attr("isfile")(recipe).cast<bool>()) return false;
   return text.find_first_of("\n{:") != std::string::npos;
 }
+
+std::string path_text(const py::object& path) {
+  return py::str(py::module_::import("os").attr("fspath")(path)).cast<std::string>();
+}
+
+namespace {
 
 py::dict step_info(const train::StepReport& report) {
   py::dict info;
@@ -50,13 +53,13 @@ py::object train(const py::object& recipe, const std::vector<std::string>& overr
     request.recipe_text = recipe.cast<std::string>();
     request.recipe = "recipe.txtpb";  // messages and the default run name (runs/<name>)
   } else {
-    request.recipe = py::str(py::module_::import("os").attr("fspath")(recipe)).cast<std::string>();
+    request.recipe = path_text(recipe);
   }
   request.overrides = overrides;
   if (!seed.is_none())
     request.overrides.push_back("train.seed=" + py::str(seed).cast<std::string>());
   if (!out.is_none()) {
-    request.out = py::str(py::module_::import("os").attr("fspath")(out)).cast<std::string>();
+    request.out = path_text(out);
   }
   request.resume = resume;
   // The callback's exception, kept until the run has stopped cleanly.

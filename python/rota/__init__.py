@@ -7,7 +7,8 @@
     print(run.generate("ROMEO:", max_tokens=100, temperature=0.8, seed=1))
     run = rota.train("recipes/tests/tiny_causal_lm.txtpb", ["train.steps=5"], out="/tmp/tiny")
 
-The native API (load, train, load_tokenizer, Error, IGNORE_INDEX, Run, Tokenizer) comes from the
+The native API (load, train, training_batches, load_tokenizer, Error, IGNORE_INDEX, Run, Tokenizer,
+TrainingBatches) comes from the
 compiled module rota._native. Without it `import rota` still works (rota.torch needs only PyTorch
 and NumPy) and using the native API raises ImportError saying how to build it. This file does not
 import torch.
@@ -46,12 +47,12 @@ def _load_sentencepiece_apart():
 
 _load_sentencepiece_apart()
 
-_NATIVE_NAMES = ("Error", "RecipeError", "IGNORE_INDEX", "Run", "Tokenizer", "load",
-                 "load_tokenizer", "train")
+_NATIVE_NAMES = ("Error", "RecipeError", "IGNORE_INDEX", "Run", "Tokenizer", "TrainingBatches",
+                 "load", "load_tokenizer", "train", "training_batches")
 
 try:
-    from ._native import (IGNORE_INDEX, Error, RecipeError, Run, Tokenizer, __version__, load,
-                          load_tokenizer, train)
+    from ._native import (IGNORE_INDEX, Error, RecipeError, Run, Tokenizer, TrainingBatches,
+                          __version__, load, load_tokenizer, train, training_batches)
     _native_error = None
 except ImportError as error:  # not built, or built for another Python
     _native_error = error

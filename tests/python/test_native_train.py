@@ -162,5 +162,55 @@ class Train(unittest.TestCase):
                         *sum([["--set", s] for s in STEPS], [])], check=True, capture_output=True)
 
 
+class TrainingBatches(unittest.TestCase):
+    """rota.training_batches: the C++ tests prove the batches are rota train's; here the Python
+    surface: arrays, the end of the run, states through pickle, resume_from, errors."""
+
+    def test_batches_states_and_resume(self):
+        import pickle
+        overrides = ["train.steps=3", "train.gradient_accumulation=2"]
+        batches = rota.training_batches(TINY["causal_lm"], overrides)
+        self.assertEqual((batches.total, len(batches), batches.micro_batches_per_step), (6, 6, 2))
+        seen = []
+        for i, batch in enumerate(batches):
+            self.assertEqual(batch["tokens"].shape, (2, 32))
+            self.assertEqual(batch["tokens"].dtype, np.int64)
+            self.assertEqual(batch["targets"].shape, (2, 32))
+            # A causal LM's targets are its inputs shifted by one.
+            np.testing.assert_array_equal(batch["targets"][:, :-1], batch["tokens"][:, 1:])
+            seen.append(batch["tokens"])
+            if i == 1:
+                state = pickle.loads(pickle.dumps(batches.state()))
+        self.assertEqual(len(seen), 6)
+        self.assertEqual(len(batches), 0)
+        later = rota.training_batches(TINY["causal_lm"], overrides)
+        later.load_state(state)
+        self.assertEqual(later.drawn, 2)
+        rest = [b["tokens"] for b in later]
+        self.assertEqual(len(rest), 4)
+        for got, expected in zip(rest, seen[2:]):
+            np.testing.assert_array_equal(got, expected)
+        # resume_from a run stopped after one step: the micro-batches after its first two.
+        run_dir = TMP.join("batches-run")
+        rota.train(TINY["causal_lm"], overrides + ["train.eval_every=0"], out=run_dir,
+                   callback=lambda info: False)
+        resumed = rota.training_batches(TINY["causal_lm"], overrides + ["train.eval_every=0"],
+                                        resume_from=run_dir)
+        self.assertEqual(resumed.drawn, 2)
+        np.testing.assert_array_equal(next(resumed)["tokens"], seen[2])
+
+    def test_other_tasks_and_errors(self):
+        masked = next(rota.training_batches(TINY["masked_lm"], ["train.steps=2"]))
+        self.assertEqual(set(masked), {"tokens", "targets", "mask", "epoch"})
+        classifier = next(rota.training_batches(TINY["classifier"], ["train.steps=2"]))
+        self.assertEqual(set(classifier), {"tokens", "mask", "labels", "epoch"})
+        self.assertEqual(classifier["labels"].shape, (classifier["tokens"].shape[0],))
+        with self.assertRaises(rota.RecipeError):
+            rota.training_batches(TINY["causal_lm"], ["train.stepz=2"])
+        stateful = rota.training_batches(TINY["causal_lm"], ["train.carry_state=true"])
+        with self.assertRaises(rota.RecipeError):
+            next(stateful)
+
+
 if __name__ == "__main__":
     unittest.main()
