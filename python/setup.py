@@ -62,11 +62,33 @@ def build_module(build):
     subprocess.check_call(["cmake", "--build", build, "--target", "rota_native"])
 
 
+def check_interpreter(build):
+    """Refuses a Python other than the one `build` was configured for (CMakeCache's
+    Python_EXECUTABLE): the module may not load there, and its NumPy and PyTorch are not Debian's
+    (a pyenv python3 shadowing /usr/bin/python3 would send pip to the network for them)."""
+    cache = os.path.join(build, "CMakeCache.txt")
+    if not os.path.isfile(cache):
+        return
+    with open(cache, encoding="utf-8", errors="replace") as f:
+        match = re.search(r"^Python_EXECUTABLE:FILEPATH=(.*)$", f.read(), re.M)
+    if not match:
+        return
+    configured = os.path.realpath(match.group(1).strip())
+    running = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    if configured != running:
+        raise RuntimeError(
+            "rota: the native module in %s is built for %s, but this install runs %s; make the "
+            "virtual environment with that interpreter: %s -m venv --system-site-packages .venv "
+            "(docs/python.md), or configure the build for this one (cmake -DPython_EXECUTABLE=%s)"
+            % (build, match.group(1).strip(), running, match.group(1).strip(), running))
+
+
 class CopyNativeModule(build_ext):
     """Puts the CMake-built rota._native where setuptools packages extensions."""
 
     def build_extension(self, ext):
         build = build_dir()
+        check_interpreter(build)
         module = built_module(build)
         if module is None:
             build_module(build)

@@ -478,7 +478,8 @@ README_OWN_DATA = Elsewhere(
     ("### Train on your own data", "## "))
 PYTHON_INSTALL = Elsewhere(
     "tests/python/test_python_docs.py runs the Install block in a fresh venv",
-    "tests/python/test_python_docs.py", ('blocks(self.text, "sh", "Install")', "-m venv"),
+    "tests/python/test_python_docs.py", ('blocks(self.text, "sh", "Install")', "shadowing-bin",
+                                         'PIP_NO_INDEX="1"'),
     ("## Install", "## "))
 FUZZ_BUILD = Elsewhere(
     "needs the clang build of `make fuzz` (build-fuzz/); CI runs `make fuzz`, which runs "
@@ -540,7 +541,7 @@ ELSEWHERE = {
         "print(rota.load('$OLDPWD/runs/tiny').step)\"": NATIVE_DOCS_TEST,
     },
     "docs/python.md": {
-        "python3 -m venv --system-site-packages .venv": PYTHON_INSTALL,
+        "/usr/bin/python3 -m venv --system-site-packages .venv": PYTHON_INSTALL,
         ".venv/bin/pip install ./python": PYTHON_INSTALL,
         ".venv/bin/python -c \"import rota, rota.torch; print(rota.__version__)\"": PYTHON_INSTALL,
     },

@@ -65,16 +65,24 @@ class PythonDocs(unittest.TestCase):
         self.assertEqual(exported.config, rt.from_pretrained("runs/walkthrough").config)
 
     def test_install_commands(self):
-        """The Install section's commands, in a fresh virtual environment."""
+        """The Install section's commands as written, in a fresh virtual environment, with
+        another python3 (and pip) first on PATH, as a pyenv one shadows Debian's, and no package
+        index: they must use Debian's interpreter and download nothing."""
         commands = blocks(self.text, "sh", "Install")[0].strip().splitlines()
         venv = os.path.join(self.tmp.name, ".venv")
         # A temporary directory of the install's own, to see what it leaves behind there.
         scratch = os.path.join(self.tmp.name, "install-tmp")
         os.mkdir(scratch)
-        env = dict(os.environ, TMPDIR=scratch)
+        shadow = os.path.join(self.tmp.name, "shadowing-bin")
+        os.mkdir(shadow)
+        for name in ("python3", "python", "pip", "pip3"):
+            with open(os.path.join(shadow, name), "w") as f:
+                f.write("#!/bin/sh\necho shadowing python3: not Debian Python >&2\nexit 3\n")
+            os.chmod(os.path.join(shadow, name), 0o755)
+        env = dict(os.environ, TMPDIR=scratch, PATH=shadow + os.pathsep + os.environ["PATH"],
+                   PIP_NO_INDEX="1")
         for line in commands:
             line = line.replace("./python", os.path.join(os.path.abspath(REPO), "python"))
-            line = line.replace("python3 -m venv", f"{sys.executable} -m venv")
             result = subprocess.run(line, shell=True, capture_output=True, text=True,
                                     cwd=self.tmp.name, env=env)
             self.assertEqual(result.returncode, 0, f"{line}\n{result.stdout}\n{result.stderr}")
