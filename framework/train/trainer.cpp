@@ -345,8 +345,8 @@ TrainOutcome Trainer::run() {
   if (state_.early_stopping().stopped()) {
     // Resuming a run that early stopping ended: it stays ended.
     io::log_info(
-        "the run was ended by early stopping at step {} (best valid {} = {:.6g} at step {}); "
-        "evaluating its final state",
+        "the run was ended by early stopping at step {} (valid {} last improved to {:.6g} at "
+        "step {}); evaluating its final state",
         state_.early_stopping().stopped_step(), options_.best_metric,
         state_.early_stopping().reference(), state_.early_stopping().reference_step());
     outcome.final_metrics = evaluate_and_log(runner_.steps_done());
@@ -395,8 +395,8 @@ TrainOutcome Trainer::run() {
     if (stop_early) {
       const io::EarlyStoppingState& stopping = state_.early_stopping();
       io::log_info(
-          "early stopping: valid {} has not improved by more than {:g} for {} evaluations (best "
-          "{:.6g} at step {}); the run ends at step {}/{}",
+          "early stopping: valid {} has not improved by more than {:g} for {} evaluations (it "
+          "last did, to {:.6g}, at step {}); the run ends at step {}/{}",
           options_.best_metric, options_.early_stopping_min_delta, stopping.stale_evaluations(),
           stopping.reference(), stopping.reference_step(), step, options_.total_steps);
       outcome.status = TrainStatus::kFinished;
