@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <numeric>
 
 #include "framework/autograd/grad_mode.h"
@@ -131,18 +130,23 @@ uint64_t sample_seed(uint64_t seed, int64_t sample) {
 
 namespace {
 
-// One batch of rows whose prompts have the same length: their ids in `out`.
+// One batch of rows decoded in lockstep: every row starts at position 0 and feeds one id per
+// step, its prompt's ids first, then its sampled ones, so all rows of the batch stand at the same
+// position (the recurrent state holds one position for all its rows) whatever their prompt
+// lengths. A row samples from the step that reads its prompt's last id on. Its ids land in `out`.
 class BatchDecoder {
  public:
   BatchDecoder(const CausalLm& model, std::span<const GenerationRow> rows,
-               const std::vector<int64_t>& members, const GenerationOptions& options,
-               const RowTokenCallback& on_token, std::vector<std::vector<int64_t>>& out)
+               std::span<const int64_t> members, const GenerationOptions& options,
+               const RowTokenCallback& on_token, std::vector<std::vector<int64_t>>& out,
+               GenerationStats& stats)
       : model_(model),
         rows_(rows),
         members_(members),
         options_(options),
         on_token_(on_token),
         out_(out),
+        stats_(stats),
         vocab_(model.encoder().options().vocab_size),
         active_(members.size(), true),
         remaining_(static_cast<int64_t>(members.size())),
@@ -156,6 +160,8 @@ class BatchDecoder {
 
   void run() {
     if (options_.tokens == 0) return;
+    ++stats_.batches;
+    stats_.rows_per_batch = std::max(stats_.rows_per_batch, batch());
     if (model_.supports_step()) {
       run_recurrent();
     } else {
@@ -165,12 +171,25 @@ class BatchDecoder {
 
  private:
   int64_t batch() const { return static_cast<int64_t>(members_.size()); }
+  int64_t prompt_length(int64_t b) const {
+    return static_cast<int64_t>(rows_[members_[b]].prompt.size());
+  }
 
-  // Samples the next id of every active row from logits rows [batch, V] (row b at
-  // logits + b · stride); false when no row is left.
-  bool sample(const float* logits, int64_t stride) {
+  // Row b's id at `position`: its prompt's, then its sampled ones; a row that has ended keeps
+  // repeating its last id (its outputs are not read).
+  int64_t id_at(int64_t b, int64_t position) const {
+    const std::vector<int64_t>& prompt = rows_[members_[b]].prompt;
+    if (position < prompt_length(b)) return prompt[static_cast<size_t>(position)];
+    const std::vector<int64_t>& sampled = out_[members_[b]];
+    const size_t k = static_cast<size_t>(position - prompt_length(b));
+    return k < sampled.size() ? sampled[k] : sampled.back();
+  }
+
+  // Samples the next id of every active row whose prompt the step at `position` has read, from
+  // logits rows [batch, V] (row b at logits + b · stride); false when no row is left.
+  bool sample(const float* logits, int64_t stride, int64_t position) {
     for (int64_t b = 0; b < batch(); ++b) {
-      if (!active_[b]) continue;
+      if (!active_[b] || position < prompt_length(b) - 1) continue;
       const int64_t row = members_[b];
       std::vector<int64_t>& ids = out_[row];
       std::span<const float> row_logits(logits + b * stride, static_cast<size_t>(vocab_));
@@ -191,51 +210,41 @@ class BatchDecoder {
     return remaining_ > 0;
   }
 
-  // Linear attention and hybrids: one step of the B-row state per position.
+  // Linear attention and hybrids: one step of the B-row state per position, from position 0.
   void run_recurrent() {
     EncoderState state = model_.initial_state(batch());
-    Tensor logits;
-    std::vector<int64_t> next(static_cast<size_t>(batch()));
-    auto feed = [&] {
-      Tensor ids = Tensor::empty({batch()}, DType::kI64);
-      std::copy(next.begin(), next.end(), ids.data<int64_t>());
-      logits = model_.step(ids, state).to(DType::kF32).contiguous();  // [B, V]
-    };
-    const size_t length = rows_[members_[0]].prompt.size();
-    for (size_t t = 0; t < length; ++t) {
-      for (int64_t b = 0; b < batch(); ++b) next[b] = rows_[members_[b]].prompt[t];
-      feed();
-    }
-    for (int64_t t = 0; t < options_.tokens; ++t) {
-      if (!sample(logits.data<float>(), vocab_)) return;
-      // Ended rows step along with their last id; their outputs are not read.
-      for (int64_t b = 0; b < batch(); ++b) next[b] = out_[members_[b]].back();
-      feed();
+    for (int64_t position = 0;; ++position) {
+      Tensor ids = Tensor::empty({batch()}, DType::kI64);  // [B]
+      for (int64_t b = 0; b < batch(); ++b) ids.data<int64_t>()[b] = id_at(b, position);
+      const Tensor logits = model_.step(ids, state).to(DType::kF32).contiguous();  // [B, V]
+      ++stats_.model_calls;
+      if (!sample(logits.data<float>(), vocab_, position)) return;
     }
   }
 
-  // Softmax attention: the full forward pass over the B sequences for every new id.
+  // Softmax attention: the full forward pass over the B sequences of length n for every n from
+  // the shortest prompt's length on; a row samples from the pass over its whole prompt on.
   void run_full_forward() {
-    std::vector<std::vector<int64_t>> sequences;
-    for (int64_t row : members_) sequences.push_back(rows_[row].prompt);
-    for (int64_t t = 0; t < options_.tokens; ++t) {
-      const int64_t n = static_cast<int64_t>(sequences[0].size());
-      Tensor ids = Tensor::empty({batch(), n}, DType::kI64);
+    int64_t shortest = prompt_length(0);
+    for (int64_t b = 1; b < batch(); ++b) shortest = std::min(shortest, prompt_length(b));
+    for (int64_t n = shortest;; ++n) {
+      Tensor ids = Tensor::empty({batch(), n}, DType::kI64);  // [B, n]
       for (int64_t b = 0; b < batch(); ++b) {
-        std::copy(sequences[b].begin(), sequences[b].end(), ids.data<int64_t>() + b * n);
+        for (int64_t p = 0; p < n; ++p) ids.data<int64_t>()[b * n + p] = id_at(b, p);
       }
       const Tensor logits = model_.forward(ids).data().to(DType::kF32).contiguous();  // [B, n, V]
-      if (!sample(logits.data<float>() + (n - 1) * vocab_, n * vocab_)) return;
-      for (int64_t b = 0; b < batch(); ++b) sequences[b].push_back(out_[members_[b]].back());
+      ++stats_.model_calls;
+      if (!sample(logits.data<float>() + (n - 1) * vocab_, n * vocab_, n - 1)) return;
     }
   }
 
   const CausalLm& model_;
   std::span<const GenerationRow> rows_;
-  const std::vector<int64_t>& members_;
+  std::span<const int64_t> members_;
   const GenerationOptions& options_;
   const RowTokenCallback& on_token_;
   std::vector<std::vector<int64_t>>& out_;
+  GenerationStats& stats_;
   int64_t vocab_;
   std::vector<Generator> gens_;
   std::vector<bool> active_;
@@ -249,19 +258,28 @@ class BatchDecoder {
 std::vector<std::vector<int64_t>> generate_batch(const CausalLm& model,
                                                  std::span<const GenerationRow> rows,
                                                  const GenerationOptions& options,
-                                                 const RowTokenCallback& on_token) {
+                                                 const RowTokenCallback& on_token,
+                                                 GenerationStats* stats) {
   check_generation_options(options);
-  std::map<size_t, std::vector<int64_t>> by_length;  // prompt length → rows, in row order
-  for (size_t r = 0; r < rows.size(); ++r) {
-    ROTA_CHECK(!rows[r].prompt.empty(), "generate: the prompt encodes to no tokens");
-    by_length[rows[r].prompt.size()].push_back(static_cast<int64_t>(r));
+  for (const GenerationRow& row : rows) {
+    ROTA_CHECK(!row.prompt.empty(), "generate: the prompt encodes to no tokens");
   }
+  // Rows by prompt length (then row order), so that a batch's rows wait little for each other.
+  std::vector<int64_t> order(rows.size());
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return rows[a].prompt.size() < rows[b].prompt.size();
+  });
   NoGradGuard no_grad;
+  GenerationStats counted;
   std::vector<std::vector<int64_t>> out(rows.size());
   for (auto& ids : out) ids.reserve(static_cast<size_t>(options.tokens));
-  for (const auto& [length, members] : by_length) {
-    BatchDecoder(model, rows, members, options, on_token, out).run();
+  for (size_t first = 0; first < order.size(); first += kMaxRowsPerBatch) {
+    const size_t count = std::min<size_t>(kMaxRowsPerBatch, order.size() - first);
+    const std::span<const int64_t> members(order.data() + first, count);
+    BatchDecoder(model, rows, members, options, on_token, out, counted).run();
   }
+  if (stats != nullptr) *stats = counted;
   return out;
 }
 

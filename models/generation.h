@@ -61,19 +61,36 @@ struct GenerationRow {
 /// Sees each sampled id of a row as it comes; returning false ends that row (a stop string).
 using RowTokenCallback = std::function<bool(int64_t row, int64_t id)>;
 
+/// At most this many rows decode together; more rows form further batches.
+inline constexpr int64_t kMaxRowsPerBatch = 64;
+
+/// What a generate_batch call did: its batches, their largest row count, and the model calls
+/// (recurrent steps, or full forward passes for softmax models) of all batches together.
+struct GenerationStats {
+  int64_t batches = 0;
+  int64_t rows_per_batch = 0;
+  int64_t model_calls = 0;
+};
+
 /// Continues every row with up to options.tokens ids (options.seed unused: each row has its own)
 /// and returns them, row by row. Each row's ids equal what generate() gives its prompt with its
-/// seed (same model, same options): rows share only the matrix products. Rows whose prompts have
-/// the same length decode together as one batch, stepping the recurrent state of B rows at once
-/// (linear attention, hybrids) or running one forward pass over the B sequences (softmax); rows of
-/// another prompt length form another batch, since the recurrent state holds one position per
-/// batch (EncoderState::position). A row ended by on_token is stepped along with its batch
-/// until the batch ends, its outputs unused. The repetition penalty, when not 1, applies to each
-/// row's prompt and sampled ids before temperature, top-k and top-p (also when greedy).
+/// seed (same model, same options): rows share only the matrix products. The rows decode as
+/// batches of up to kMaxRowsPerBatch rows (rows in order of prompt length, so one batch when
+/// there are no more), whatever their prompt lengths: a batch's rows run in lockstep from
+/// position 0, each feeding its prompt's ids and then its sampled ones, so they stand at one
+/// position, as the recurrent state requires (EncoderState::position); a row samples from the
+/// step that reads its prompt's last id on. Linear attention and hybrids step the recurrent state
+/// of B rows (longest prompt + tokens − 1 steps at most); softmax models run one forward pass
+/// over the B sequences per length, from the shortest prompt's on. A row ended by on_token (or
+/// by reaching options.tokens before the others) is stepped along with its batch until the
+/// batch ends, its outputs unused. The repetition penalty, when not 1, applies to each row's
+/// prompt and sampled ids before temperature, top-k and top-p (also when greedy). `stats`, when
+/// given, receives what the call did.
 std::vector<std::vector<int64_t>> generate_batch(const CausalLm& model,
                                                  std::span<const GenerationRow> rows,
                                                  const GenerationOptions& options,
-                                                 const RowTokenCallback& on_token = {});
+                                                 const RowTokenCallback& on_token = {},
+                                                 GenerationStats* stats = nullptr);
 
 /// Continues `prompt` (at least one id) with options.tokens sampled ids and returns them.
 /// Linear-attention models feed one token at a time through their recurrent state (O(1) per

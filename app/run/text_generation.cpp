@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "framework/base/error.h"
+#include "framework/io/log.h"
 #include "recipes/recipe_error.h"
 
 namespace rota::app {
@@ -103,8 +104,10 @@ std::vector<GeneratedText> generate_texts(const models::CausalLm& model,
     prompt_texts.push_back(streams[row].start());
     if (on_text) on_text(static_cast<int64_t>(row), prompt_texts.back());
   }
-  const std::vector<std::vector<int64_t>> ids =
-      models::generate_batch(model, rows, options.sampling, [&](int64_t row, int64_t id) {
+  models::GenerationStats stats;
+  const std::vector<std::vector<int64_t>> ids = models::generate_batch(
+      model, rows, options.sampling,
+      [&](int64_t row, int64_t id) {
         if (id == eos) {
           out[row].stopped_by = "eos";
           return false;
@@ -115,7 +118,13 @@ std::vector<GeneratedText> generate_texts(const models::CausalLm& model,
         out[row].stopped_by = "stop";
         out[row].stop = streams[row].stop();
         return false;
-      });
+      },
+      &stats);
+  if (rows.size() > 1) {
+    io::log_info("generate: {} continuations decoded in {} batch{} of up to {} rows, {} model {}",
+                 rows.size(), stats.batches, stats.batches == 1 ? "" : "es", stats.rows_per_batch,
+                 stats.model_calls, model.supports_step() ? "steps" : "forward passes");
+  }
   for (size_t row = 0; row < rows.size(); ++row) {
     const std::string rest = streams[row].finish();
     if (on_text && !rest.empty()) on_text(static_cast<int64_t>(row), rest);

@@ -22,10 +22,11 @@ testing::CommandResult rota(const std::string& arguments) {
   return testing::run_command("OMP_NUM_THREADS=1 " + testing::built_rota() + " " + arguments);
 }
 
-// stdout only (the precision log goes to stderr).
+// stdout only (the log goes to stderr). The braces keep run_command's own 2>&1 from sending
+// stderr back into the pipe.
 testing::CommandResult rota_stdout(const std::string& arguments) {
-  return testing::run_command("OMP_NUM_THREADS=1 " + testing::built_rota() + " " + arguments +
-                              " 2>/dev/null");
+  return testing::run_command("{ OMP_NUM_THREADS=1 " + testing::built_rota() + " " + arguments +
+                              " 2>/dev/null; }");
 }
 
 std::vector<nlohmann::json> records(const std::string& output) {
@@ -122,6 +123,13 @@ TEST_F(GenerateCli, APromptsFileWithSamplesGivesEveryPromptAloneInOrder) {
         << "prompt " << prompt << " sample " << sample;
   }
   EXPECT_NE(found[0]["text"], found[1]["text"]);  // the samples differ
+  // Prompts of different lengths decode together, and the log says so.
+  const testing::CommandResult logged =
+      rota("generate " + run_ + " --prompts " + prompts + " --samples 3" + options);
+  ASSERT_EQ(logged.code, 0) << logged.output;
+  EXPECT_NE(logged.output.find("generate: 9 continuations decoded in 1 batch of up to 9 rows"),
+            std::string::npos)
+      << logged.output;
   // The text format: a headed block per prompt and sample.
   const testing::CommandResult text =
       rota_stdout("generate " + run_ + " --prompts " + prompts + " --samples 2" + options);

@@ -431,6 +431,63 @@ TEST_P(BatchedGeneration, GreedyRowsEqualTheRowsAlone) {
   }
 }
 
+// Prompts of different lengths share one batch: the rows run in lockstep from position 0, so
+// the model is called once per position of the longest row (recurrent steps) or once per length
+// from the shortest prompt's (softmax forward passes), not once per length group.
+TEST_P(BatchedGeneration, PromptsOfDifferentLengthsDecodeAsOneBatch) {
+  const BatchCase& c = GetParam();
+  Generator init_gen(75);
+  CausalLm model(stack_options(c.stack, c.dtype), init_gen, nullptr);
+  model.eval();
+  GenerationOptions options;
+  options.tokens = 16;
+  const std::vector<GenerationRow> batch = rows(9);  // prompts of 3 to 7 ids, 15 rows
+  models::GenerationStats stats;
+  const std::vector<std::vector<int64_t>> together =
+      models::generate_batch(model, batch, options, {}, &stats);
+  EXPECT_EQ(stats.batches, 1);
+  EXPECT_EQ(stats.rows_per_batch, 15);
+  // The 7-id prompt samples at positions 6 … 21; the 3-id prompts' sequences are 3 ids long at
+  // the first pass and 22 at the last.
+  EXPECT_EQ(stats.model_calls, c.stack == Stack::kSoftmax ? 22 - 3 + 1 : 7 + 16 - 1);
+  for (size_t r = 0; r < batch.size(); ++r) {
+    GenerationOptions alone = options;
+    alone.seed = batch[r].seed;
+    EXPECT_EQ(together[r], models::generate(model, batch[r].prompt, alone)) << "row " << r;
+  }
+}
+
+// More rows than a batch holds: batches of kMaxRowsPerBatch rows, shortest prompts first; every
+// row still equals the row alone, in the caller's order.
+TEST_P(BatchedGeneration, MoreRowsThanABatchHoldsSplitIntoFullBatches) {
+  const BatchCase& c = GetParam();
+  Generator init_gen(76);
+  CausalLm model(stack_options(c.stack, c.dtype), init_gen, nullptr);
+  model.eval();
+  GenerationOptions options;
+  options.tokens = 3;
+  options.temperature = 0.8;
+  Generator prompt_gen(77);
+  std::vector<GenerationRow> batch;
+  const int64_t count = models::kMaxRowsPerBatch + 6;
+  for (int64_t r = 0; r < count; ++r) {
+    std::vector<int64_t> prompt(static_cast<size_t>(1 + prompt_gen.next_u64() % 9));
+    for (int64_t& id : prompt) id = static_cast<int64_t>(prompt_gen.next_u64() % 50);
+    batch.push_back({prompt, static_cast<uint64_t>(1000 + r)});
+  }
+  models::GenerationStats stats;
+  const std::vector<std::vector<int64_t>> together =
+      models::generate_batch(model, batch, options, {}, &stats);
+  EXPECT_EQ(stats.batches, 2);
+  EXPECT_EQ(stats.rows_per_batch, models::kMaxRowsPerBatch);
+  ASSERT_EQ(together.size(), batch.size());
+  for (size_t r = 0; r < batch.size(); ++r) {
+    GenerationOptions alone = options;
+    alone.seed = batch[r].seed;
+    EXPECT_EQ(together[r], models::generate(model, batch[r].prompt, alone)) << "row " << r;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Stacks, BatchedGeneration,
     ::testing::Values(BatchCase{"LinearLrpeF32", Stack::kLinear, DType::kF32},
