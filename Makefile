@@ -25,7 +25,7 @@ PACKAGES   := $(TRAIN_PACKAGES) $(TEST_PACKAGES)
 # `make fuzz` also needs clang with libFuzzer and its OpenMP runtime.
 FUZZ_PACKAGES := clang-14 libclang-rt-14-dev libomp-14-dev
 
-.PHONY: deps deps-train install-missing configure build train test test-asan fuzz bench format clean
+.PHONY: deps deps-train install-missing peers configure build train test test-asan fuzz bench format clean
 
 # Every phase (packages, configure, build, tests) is timed into $$ROTA_PHASE_LOG when it is set;
 # .ci/run prints the table (docs/testing.md "CI's budget").
@@ -59,9 +59,16 @@ train: deps-train
 	$(TIMED) "release: build rota" cmake --build $(BUILD) --target rota -j $(JOBS)
 	./$(BUILD)/rota train recipes/default.txtpb --resume $(TRAIN_ARGS)
 
-configure: deps
+# The PyPI peers and references (torch 2.x, transformers, tokenizers, safetensors,
+# flash-linear-attention; tools/peers/requirements.txt) in a virtual environment cached outside
+# the repository (tools/peers/README.md): created once per machine (about 1.5 min and 5.6 GB),
+# then reused by every clone; the tests of tests/peers run with its python.
+peers: deps
+	@$(TIMED) "peers: venv" tools/peers/venv.sh > /dev/null
+
+configure: deps peers
 	@$(TIMED) "release: configure" cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DROTA_BUILD_TESTS=ON \
-	  -DROTA_BUILD_BENCH=ON > /dev/null
+	  -DROTA_BUILD_BENCH=ON -DROTA_PEERS_PYTHON=$$(tools/peers/venv.sh --path)/bin/python > /dev/null
 
 build: configure
 	$(TIMED) "release: build" cmake --build $(BUILD) -j $(JOBS)

@@ -4,11 +4,36 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "framework/base/error.h"
 
 namespace rota::python {
 namespace {
+
+// pybind11 2.10 (Debian 12's) reads a dtype's item size and kind from numpy 1's struct layout,
+// which numpy 2 changed: there it reads a wrong item size, and every array it shapes itself
+// (strides left empty) gets strides of 0. So this file asks the dtype object for both and gives
+// every array it makes its strides.
+
+py::ssize_t item_size(const py::dtype& dtype) {
+  return dtype.attr("itemsize").cast<py::ssize_t>();
+}
+
+char kind_of(const py::dtype& dtype) {
+  return dtype.attr("kind").cast<std::string>().at(0);
+}
+
+// Byte strides of a C-contiguous array of `shape` with items of `item` bytes.
+std::vector<py::ssize_t> c_strides(const std::vector<py::ssize_t>& shape, py::ssize_t item) {
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t stride = item;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= shape[d];
+  }
+  return strides;
+}
 
 // The numpy dtype of a tensor dtype numpy can hold as is.
 py::dtype numpy_dtype(DType dtype) {
@@ -49,12 +74,12 @@ void copy_integers(const py::array& array, int64_t* out, int64_t count) {
 void copy_any_integers(const py::array& array, int64_t* out, const char* name) {
   const int64_t n = static_cast<int64_t>(array.size());
   if (n == 0) return;  // [] is float64 to numpy
-  const char kind = array.dtype().kind();
+  const char kind = kind_of(array.dtype());
   if (kind != 'i' && kind != 'u') {
     throw py::type_error(std::string(name) + ": expected integers, got an array of dtype " +
                          std::string(py::str(array.dtype())));
   }
-  switch (array.itemsize() * (kind == 'u' ? -1 : 1)) {
+  switch (item_size(array.dtype()) * (kind == 'u' ? -1 : 1)) {
     case 1:
       return copy_integers<int8_t>(array, out, n);
     case 2:
@@ -96,14 +121,15 @@ py::array to_numpy(const Tensor& tensor) {
   // The capsule owns a Tensor sharing the storage: the array keeps the buffer alive.
   auto* owner = new Tensor(t);
   py::capsule capsule(owner, [](void* p) { delete static_cast<Tensor*>(p); });
-  return py::array(numpy_dtype(t.dtype()), shape, {}, owner->raw_data(), capsule);
+  const py::dtype dtype = numpy_dtype(t.dtype());
+  return py::array(dtype, shape, c_strides(shape, item_size(dtype)), owner->raw_data(), capsule);
 }
 
 py::array to_numpy(std::vector<int64_t>&& values) {
   auto* owner = new std::vector<int64_t>(std::move(values));
   py::capsule capsule(owner, [](void* p) { delete static_cast<std::vector<int64_t>*>(p); });
-  return py::array_t<int64_t>({static_cast<py::ssize_t>(owner->size())}, {}, owner->data(),
-                              capsule);
+  return py::array_t<int64_t>({static_cast<py::ssize_t>(owner->size())},
+                              {static_cast<py::ssize_t>(sizeof(int64_t))}, owner->data(), capsule);
 }
 
 py::str to_str(const std::string& text) {
@@ -114,7 +140,8 @@ py::str to_str(const std::string& text) {
 }
 
 py::array int32_ids(const std::vector<int64_t>& ids) {
-  py::array_t<int32_t> out(static_cast<py::ssize_t>(ids.size()));
+  py::array_t<int32_t> out({static_cast<py::ssize_t>(ids.size())},
+                           {static_cast<py::ssize_t>(sizeof(int32_t))});
   int32_t* data = out.mutable_data();
   for (size_t i = 0; i < ids.size(); ++i) data[i] = static_cast<int32_t>(ids[i]);
   return out;
@@ -137,7 +164,7 @@ Tensor ids_from_array(const py::handle& object, const char* name) {
 
 Tensor mask_from_array(const py::handle& object, const char* name) {
   const py::array array = contiguous_array(object, name);
-  const char kind = array.dtype().kind();
+  const char kind = kind_of(array.dtype());
   if (kind != 'b' && kind != 'i' && kind != 'u' && kind != 'f') {
     throw py::type_error(std::string(name) + ": expected numbers, got an array of dtype " +
                          std::string(py::str(array.dtype())));
