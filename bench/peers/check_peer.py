@@ -19,6 +19,12 @@
     denominator + LayerNorm, LRPE Type 2 adjacent with learnable θ and learnable Householder P,
     LayerNorm eps 1e-5, no dropout). Not covered: initialisation (parameters come from the
     reference) and the random batches of torch_bench.py.
+(c) The GLA family recipe (recipes/bench/bench_small_gla.txtpb: GLA gates, RMSNorm, swish output
+    gate): the peer's chunked GLA kernel equals fla-style token-by-token recurrence in f64 for
+    ragged chunk ends, and the peer's whole model equals `rota.torch`'s model of the same recipe
+    (python/rota/torch, itself checked against Rota by tests/python/test_torch_parity_causal.py)
+    with the same parameters: loss and every gradient in f64. Needs `rota.torch` importable
+    (PYTHONPATH=python:build/python, as the tests run it).
 """
 import argparse
 import dataclasses
@@ -155,6 +161,80 @@ def check_model(cfg, label, steps=2):
           f"norms {', '.join(f'{n:.3g}' for n in norms)}, clip {cfg.grad_clip:g})")
 
 
+# ---- (c) the GLA family recipe vs rota.torch ----
+
+def recurrent_gla(q, k, v, g):
+    """S_t = diag(e^(g_t)) S_{t-1} + k_t^T v_t, o_t = q_t S_t, token by token."""
+    b, h, n, f = q.shape
+    state = q.new_zeros(b, h, f, v.shape[-1])
+    out = []
+    for t in range(n):
+        kv = k[:, :, t].unsqueeze(-1) * v[:, :, t].unsqueeze(-2)  # [B, H, F, D]
+        state = state * torch.exp(g[:, :, t]).unsqueeze(-1) + kv
+        out.append(torch.einsum("bhf,bhfd->bhd", q[:, :, t], state))
+    return torch.stack(out, dim=2)
+
+
+def check_gla(recipe_dir):
+    g = torch.Generator().manual_seed(13)
+    worst = 0.0
+    for n, c in ((12, 5), (3, 8), (7, 1), (70, 64)):
+        q, k = (torch.randn(2, 2, n, 6, generator=g).requires_grad_() for _ in range(2))
+        v = torch.randn(2, 2, n, 5, generator=g).requires_grad_()
+        gate = (torch.nn.functional.logsigmoid(torch.randn(2, 2, n, 6, generator=g)) / 4.0)
+        gate.requires_grad_()
+        upstream = torch.randn(2, 2, n, 5, generator=g)
+        results = []
+        for fn in (lambda: rota_models.causal_gated_linear_attention(q, k, v, gate, c),
+                   lambda: recurrent_gla(q, k, v, gate)):
+            out = fn()
+            results.append((out.detach(), torch.autograd.grad(out, (q, k, v, gate), upstream)))
+        (out, grads), (want, want_grads) = results
+        worst = max(worst, compare(f"(c) GLA N={n} C={c} output", out, want, TENSOR_RTOL))
+        for name, a, b in zip(("q", "k", "v", "gate"), grads, want_grads):
+            worst = max(worst, compare(f"(c) GLA N={n} C={c} grad {name}", a, b, TENSOR_RTOL))
+    print(f"(c) chunked GLA == token-by-token recurrence: 4 (N, C) cases, worst relative diff "
+          f"{worst:.2e}")
+
+    try:
+        import rota.torch as rt
+    except ImportError as e:
+        failures.append(f"(c) rota.torch is not importable ({e}); run with "
+                        "PYTHONPATH=python:build/python")
+        return
+    path = os.path.join(recipe_dir, "bench_small_gla.txtpb")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    cfg = rota_models.PeerConfig.from_recipe(path)
+    cfg = dataclasses.replace(cfg, vocab_size=53, chunk_size=16)  # chunks of 16, 16, 16, 2
+    reference = rt.build_model(rt.RotaConfig.from_recipe_text(text, vocab_size=cfg.vocab_size))
+    reference = reference.double().train()
+    model = rota_models.build_model(cfg).double()
+    with torch.no_grad():  # random values everywhere: biases, norm gains and gates included
+        for p in reference.parameters():
+            p.copy_(torch.randn(p.shape, generator=g, dtype=p.dtype) * 0.2)
+    model.load_state_dict(reference.state_dict(), strict=True)
+    ids = torch.randint(0, cfg.vocab_size, (2, 50), generator=g)
+    batch = {"ids": ids[:, :-1], "targets": ids[:, 1:]}  # 49 rows: chunks of 16, 16, 16, 1
+    want = torch.nn.functional.cross_entropy(
+        reference(batch["ids"]).reshape(-1, cfg.vocab_size), batch["targets"].reshape(-1))
+    got = model.loss(batch)
+    reference_params = dict(reference.named_parameters())
+    peer_params = dict(model.named_parameters())
+    if sorted(reference_params) != sorted(peer_params):
+        failures.append("(c) parameter names differ: "
+                        f"{sorted(set(reference_params) ^ set(peer_params))}")
+        return
+    names = sorted(reference_params)
+    want_grads = torch.autograd.grad(want, [reference_params[n] for n in names])
+    got_grads = torch.autograd.grad(got, [peer_params[n] for n in names])
+    worst = compare("(c) GLA model loss", got.detach(), want.detach(), LOSS_RTOL)
+    for name, a, b in zip(names, got_grads, want_grads):
+        worst = max(worst, compare(f"(c) GLA model grad {name}", a, b, TENSOR_RTOL))
+    print(f"(c) {cfg.name} (V {cfg.vocab_size}, C {cfg.chunk_size}, N 49) equals rota.torch: "
+          f"loss {float(want):.6f} and {len(names)} gradients (worst relative diff {worst:.2e})")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipe-dir", default=os.path.join(REPO, "recipes", "bench"))
@@ -184,6 +264,8 @@ def main():
         check_model(cfg, f"{cfg.name} at the recipe's sizes (V {cfg.vocab_size}, E {cfg.width}, "
                          f"L {cfg.layers}, H {cfg.heads}, FFN {cfg.ffn_width}, C "
                          f"{cfg.chunk_size}, N 70)")
+
+    check_gla(args.recipe_dir)
 
     if failures:
         print(f"FAILED: {len(failures)} mismatch(es)")

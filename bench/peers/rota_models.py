@@ -135,6 +135,9 @@ class PeerConfig:
     tie_embeddings: bool
     init_std: float
     feature_map: str  # "one_plus_elu" | "relu" | "silu" | "identity" | "exp"
+    normalization: str  # "layer_norm" | "rms_norm" (after attention)
+    gla: tuple | None  # GLA's state gate (rank, temperature); None: no gate
+    output_gate: str  # "no_gate" | "swish_gate" | "sigmoid_gate"
     chunk_size: int
     lrpe: bool  # LRPE Type 2 on the features; False: NoPE
     lrpe_half_pairing: bool
@@ -191,9 +194,19 @@ class PeerConfig:
         _require(feature_map in ("ONE_PLUS_ELU", "RELU", "SILU", "IDENTITY", "EXP"),
                  f"model.attention.linear.feature_map {feature_map}")
         normalization = linear.str("normalization", "LAYER_NORM")
-        _require(normalization == "LAYER_NORM",
+        _require(normalization in ("LAYER_NORM", "RMS_NORM"),
                  f"model.attention.linear.normalization {normalization}")
         chunk_size = linear.int("chunk_size", 64)
+        output_gate = linear.str("output_gate", "NO_GATE")
+        _require(output_gate in ("NO_GATE", "SWISH_GATE", "SIGMOID_GATE"),
+                 f"model.attention.linear.output_gate {output_gate}")
+        gating = linear.msg("gating")
+        gla = None
+        if gating.has("gla"):
+            gla_msg = gating.msg("gla")
+            gla = (gla_msg.int("rank", 16), gla_msg.float("temperature", 16.0))
+            gla_msg.refuse_unread()
+        gating.refuse_unread()
         linear.refuse_unread()
         position = m.msg("position")
         _require(not position.bool("add_sinusoidal", False), "model.position.add_sinusoidal")
@@ -235,7 +248,8 @@ class PeerConfig:
         _require(accumulation == 1, f"train.gradient_accumulation {accumulation}")
         return PeerConfig(
             name=name, kind=kind.lower(), vocab_size=vocab_size, **config_model,
-            feature_map=feature_map.lower(), chunk_size=chunk_size, lrpe=use_lrpe,
+            feature_map=feature_map.lower(), normalization=normalization.lower(), gla=gla,
+            output_gate=output_gate.lower(), chunk_size=chunk_size, lrpe=use_lrpe,
             lrpe_half_pairing=pairing == "HALF", lrpe_p=lrpe_p.lower(), learn_theta=learn_theta,
             theta_base=theta_base, sequence_length=data.int("sequence_length", 256),
             batch_size=data.int("batch_size", 16), mlm_probability=mlm.float("probability", 0.15),
@@ -252,14 +266,79 @@ class PeerConfig:
 
 # ---- linear attention kernels ----
 
-_tril_cache = {}
-
-
 def _tril(c, dtype, device):
-    key = (c, dtype, device)
-    if key not in _tril_cache:
-        _tril_cache[key] = torch.ones(c, c, dtype=dtype, device=device).tril_()
-    return _tril_cache[key]
+    """The C×C lower-triangular mask. Made on every call (a 64×64 fill costs microseconds): a
+    module-level cache would be global state that torch.compile guards on and recompiles for."""
+    return torch.ones(c, c, dtype=dtype, device=device).tril_()
+
+
+def causal_gated_linear_attention(q, k, v, log_gate, chunk):
+    """GLA: q, k, log_gate: [B, H, N, F], v: [B, H, N, D] → o [B, H, N, D] with
+    S_t = diag(e^(g_t)) S_{t-1} + k_t^T v_t, o_t = q_t S_t (log_gate g <= 0).
+
+    Chunked as GLA's paper writes the chunk form: with b the cumulative gate inside a chunk,
+    intra-chunk pairs are (q_i e^(b_i)) · (k_j e^(-b_j)) masked to j <= i, and the state enters as
+    (q_i e^(b_i)) S_c, S_{c+1} = e^(b_last) S_c + Σ_j (k_j e^(b_last - b_j))^T v_j (a loop over the
+    chunks). Exact while e^(-b) stays in range inside a chunk (|b| < ~80 in f32: with τ = 16 a
+    gate would have to average -1.3 per step over 64 steps); Rota's kernel splits chunks into
+    16-row sub-blocks so that it never needs that. Gates are applied in f32 (also under bf16
+    autocast); the products then autocast."""
+    b, h, n, f = q.shape
+    d = v.shape[-1]
+    c = max(1, min(chunk, n))
+    nc = (n + c - 1) // c
+    pad = nc * c - n
+    if pad:  # padded rows: zero keys and values, gate 0 (a factor of 1)
+        q, k, v, log_gate = (F.pad(t, (0, 0, 0, pad)) for t in (q, k, v, log_gate))
+    g = _at_least_f32(log_gate).reshape(b, h, nc, c, f)
+    cum = torch.cumsum(g, dim=3)  # [B, H, nc, C, F]
+    last = cum[:, :, :, -1:]  # [B, H, nc, 1, F]
+    qd = q.reshape(b, h, nc, c, f) * torch.exp(cum)
+    kc = k.reshape(b, h, nc, c, f)
+    vc = v.reshape(b, h, nc, c, d)
+    scores = torch.matmul(qd, (kc * torch.exp(-cum)).transpose(-1, -2))  # [B, H, nc, C, C]
+    out = torch.matmul(scores * _tril(c, scores.dtype, scores.device), vc)  # [B, H, nc, C, D]
+    if nc > 1:
+        states = torch.matmul((kc * torch.exp(last - cum)).transpose(-1, -2), vc)  # [.., F, D]
+        decay = torch.exp(last).transpose(-1, -2)  # [B, H, nc, F, 1]
+        state = states.new_zeros(b, h, f, d)
+        inter = [None] * nc
+        for i in range(nc):
+            inter[i] = torch.matmul(qd[:, :, i], state.to(qd.dtype))  # [B, H, C, D]
+            state = decay[:, :, i] * state + states[:, :, i]
+        out = out + torch.stack(inter, dim=2)
+    out = out.reshape(b, h, nc * c, d)
+    return out[:, :, :n] if pad else out
+
+
+class StateGate(nn.Module):
+    """GLA's gate (Rota's state_gate): log α = logsigmoid(x W_down W_up + b) / τ per key channel."""
+
+    def __init__(self, width, heads, feature_dim, rank, temperature):
+        super().__init__()
+        self.heads, self.feature_dim, self.temperature = heads, feature_dim, temperature
+        self.gate_down = nn.Linear(width, rank, bias=False)
+        self.gate_up = nn.Linear(rank, heads * feature_dim)
+
+    def forward(self, x):
+        """x: [B, N, E] → log gates [B, H, N, F] (f32)."""
+        b, n, _ = x.shape
+        z = _at_least_f32(self.gate_up(self.gate_down(x)))
+        g = F.logsigmoid(z) / self.temperature
+        return g.view(b, n, self.heads, self.feature_dim).permute(0, 2, 1, 3)
+
+
+class RMSNorm(nn.Module):
+    """y = x / sqrt(mean(x^2) + eps) · weight (Rota's RMSNorm; computed in f32)."""
+
+    def __init__(self, dim, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        x = _at_least_f32(x)
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
 def causal_linear_attention(q, k, v, chunk):
@@ -382,9 +461,16 @@ class LinearAttention(nn.Module):
         self.heads, self.causal, self.chunk = cfg.heads, causal, cfg.chunk_size
         self.feature_map = _FEATURE_MAPS[cfg.feature_map]
         self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(e, e) for _ in range(4))
-        self.norm = nn.LayerNorm(e, eps=cfg.norm_eps)
+        self.norm = (RMSNorm(e, cfg.norm_eps) if cfg.normalization == "rms_norm"
+                     else nn.LayerNorm(e, eps=cfg.norm_eps))
         self.lrpe = (Lrpe(e // cfg.heads, cfg.lrpe_p, cfg.learn_theta, cfg.theta_base,
                           cfg.lrpe_half_pairing) if cfg.lrpe else None)
+        self.state_gate = None
+        if cfg.gla is not None:
+            _require(causal, "GLA in a bidirectional model")
+            self.state_gate = StateGate(e, cfg.heads, e // cfg.heads, *cfg.gla)
+        self.gate_proj = nn.Linear(e, e) if cfg.output_gate != "no_gate" else None
+        self.gate_act = F.silu if cfg.output_gate == "swish_gate" else torch.sigmoid
 
     def forward(self, x, key_mask=None):
         b, n, e = x.shape
@@ -397,12 +483,16 @@ class LinearAttention(nn.Module):
         if self.lrpe is not None:
             qk = self.lrpe(qk)
         q, k, v = qk[0], qk[1], qkv[2]
-        if self.causal:
+        if self.state_gate is not None:
+            o = causal_gated_linear_attention(q, k, v, self.state_gate(x), self.chunk)
+        elif self.causal:
             o = causal_linear_attention(q, k, v, self.chunk)
         else:
             o = bidirectional_linear_attention(q, k, v, key_mask)
-        o = o.permute(0, 2, 1, 3).reshape(b, n, e)
-        return self.out_proj(self.norm(_at_least_f32(o)))
+        o = self.norm(_at_least_f32(o.permute(0, 2, 1, 3).reshape(b, n, e)))
+        if self.gate_proj is not None:
+            o = o * self.gate_act(self.gate_proj(x))
+        return self.out_proj(o)
 
 
 class FeedForward(nn.Module):
@@ -493,7 +583,7 @@ def build_model(cfg, seed=1):
     for module in model.modules():
         if isinstance(module, (nn.Linear, nn.Embedding)):
             nn.init.normal_(module.weight, 0.0, cfg.init_std)
-        if isinstance(module, nn.Linear):
+        if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
     return model
 
