@@ -1,6 +1,6 @@
 // Tokenizer encode throughput (MB/s of text) on WikiText-2 train with the byte-level BPE
-// tokenizer.json of tests/golden/tokenizers/gpt2_bpe.json; tools/tokenizer_goldens/bench_peer.js
-// measures Hugging Face tokenizers (Node, encodeBatch over lines) on the same file and text.
+// tokenizer.json of tests/golden/tokenizers/gpt2_bpe.json; tools/tokenizer_goldens/bench_peer.py
+// measures Hugging Face tokenizers (PyPI, encode_batch over lines) on the same file and text.
 // Run with OMP_NUM_THREADS=2 (and RAYON_NUM_THREADS=2 for the peer); figures in docs/data.md.
 #include <benchmark/benchmark.h>
 

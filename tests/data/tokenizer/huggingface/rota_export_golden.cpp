@@ -1,7 +1,7 @@
 // Rota's byte, char and word tokenizers exported as tokenizer.hf.json: the reference (HF
-// tokenizers 0.23.2, tools/tokenizer_goldens) encodes the exported files to Rota's own ids.
+// tokenizers, tools/tokenizer_goldens) encodes the exported files to Rota's own ids.
 // The exported files are committed; ROTA_UPDATE_EXPORT_GOLDENS=1 rewrites them (then run
-// make_goldens.js to re-encode them with the reference).
+// make_goldens.py to re-encode them with the reference).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
