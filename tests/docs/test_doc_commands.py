@@ -453,6 +453,12 @@ OPTIONS_ONLY = {
             "the PyTorch peer needs python3-torch and the OpenBLAS of the line above, and the "
             "comparison takes tens of minutes; run by hand (bench/peers/README.md)",
             "python3 bench/peers/compare.py --help"),
+        "/usr/bin/python3 bench/peers/compare.py --rota build/rota --recipes bench_small "
+        "bench_seq8192 bench_small_gla --dtypes f32 bf16 --rounds 3 --steps 5 --warmup 2 "
+        "--threads 2 --markdown /tmp/peers.md": OptionsOnly(
+            "the comparison runs PyTorch 2.x eagerly and compiled for about 25 minutes on an "
+            "otherwise quiet machine; run by hand (bench/peers/README.md)",
+            "/usr/bin/python3 bench/peers/compare.py --help"),
     },
 }
 
