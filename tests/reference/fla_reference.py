@@ -10,7 +10,8 @@ kernels, mapped as the case's config says, and compare in float64 and float32.
 | fla form (fla.ops...)                              | Rota kernel (framework/backend/fused)          | which Rota options run it |
 |----------------------------------------------------|------------------------------------------------|---------------------------|
 | linear_attn.naive.naive_recurrent_linear_attn      | causal_linear_attention_forward, no decay      | plain causal linear attention |
-| retention.naive.naive_retention                    | causal_linear_attention_forward, decay [H]     | `decay { schedule: RETNET }` (and TRANSNORMER, PermuteFormer: other rates) |
+| retention.naive.naive_retention                    | causal_linear_attention_forward, decay [H]     | `decay { schedule: RETNET }` |
+| simple_gla.naive.naive_recurrent_simple_gla, g = log γ_h at every step | causal_linear_attention_forward, decay [H] | `decay { schedule: TRANSNORMER }` (block 1 of 3; rates computed here from ALiBi's slopes), with a state |
 | simple_gla.naive.naive_recurrent_simple_gla        | gated_linear_attention_forward, gate [.., 1]   | `gating { ssd {} }`, `decay { learnable: true }` |
 | gla.naive.naive_recurrent_gla                      | gated_linear_attention_forward, gate [.., F]   | `gating { gla {} }` |
 | delta_rule.naive.delta_rule_recurrence             | delta_rule_attention_forward, no gate          | `update_rule: DELTA` |
@@ -78,6 +79,27 @@ def from_fla(x):
     return x.transpose(1, 2).contiguous()
 
 
+LAYER, LAYERS = 1, 3  # the TransNormer case's block
+
+
+def alibi_slopes(heads):
+    """ALiBi's head slopes (Press et al. 2022): 2^(-8/h·(i+1)) for h a power of two, else the
+    slopes of the power of two below, then every other slope of twice that."""
+    def power_of_two(h):
+        return [2.0 ** (-8.0 / h * (i + 1)) for i in range(h)]
+    if heads & (heads - 1) == 0:
+        return power_of_two(heads)
+    below = 1 << (heads.bit_length() - 1)
+    return power_of_two(below) + power_of_two(2 * below)[0::2][:heads - below]
+
+
+def transnormer_rates(heads, layer, layers):
+    """TransNormerLLM's LRPE-d decay: γ_h = exp(-m_h·(1 - l/(L-1) + 1e-5)), m_h ALiBi's slopes."""
+    depth = 0.0 if layers == 1 else layer / (layers - 1)
+    return torch.tensor([math.exp(-m * (1.0 - depth + 1e-5)) for m in alibi_slopes(heads)],
+                        dtype=torch.float64)
+
+
 def random_inputs(kind, n, gen):
     def normal(*shape, std=1.0):
         return torch.randn(*shape, generator=gen, dtype=torch.float64) * std
@@ -89,6 +111,9 @@ def random_inputs(kind, n, gen):
     if kind == "gla":
         # GLA's gate: log σ(·)/τ per key channel (τ = 4 keeps decays from vanishing at once).
         x["log_gate"] = torch.nn.functional.logsigmoid(normal(B, H, n, F)) / 4.0
+    if kind == "transnormer_decay":
+        x["log_gate"] = torch.log(transnormer_rates(H, LAYER, LAYERS)).view(1, H, 1).expand(
+            B, H, n).contiguous()
     if kind in ("simple_gla", "gated_delta_rule"):
         # Mamba-2's scalar gate −Δ·A with Δ = softplus(·), A in [0.5, 2].
         delta = torch.nn.functional.softplus(normal(B, H, n) - 2.0)
@@ -109,7 +134,7 @@ def run_form(kind, x):
         return from_fla(o), s
     if kind == "retention":
         return naive_retention(x["q"], x["k"], x["v"]), None  # [B, H, T, K] in and out
-    if kind == "simple_gla":
+    if kind in ("simple_gla", "transnormer_decay"):
         o, s = naive_recurrent_simple_gla(to_fla(x["q"]), to_fla(x["k"]), to_fla(x["v"]),
                                           to_fla(x["log_gate"]), scale=1.0, initial_state=init,
                                           output_final_state=True)
@@ -172,9 +197,15 @@ def make_case(kind, n, seed):
     tensors["out"] = o.detach()
     check_against_float32(kind, {k: v.detach() for k, v in x.items()}, o.detach(),
                           None if s is None else s.detach())
+    if kind == "transnormer_decay":
+        # The rates are the golden's constants, not an input: no gradient of them is compared.
+        tensors.pop("log_gate")
+        tensors.pop("dlog_gate")
     config = {"kind": kind, "length": n, "batch": B, "heads": H, "key_dim": F, "value_dim": D,
               "q_scale": Q_SCALE.get(kind, 1.0), "seed": seed,
               "source": f"fla-core {fla.__version__}, torch {torch.__version__}"}
+    if kind == "transnormer_decay":
+        config.update(layer=LAYER, layers=LAYERS)
     return {"config": config,
             "tensors": {k: {"shape": list(t.shape),
                             "data": [float(f"{v:.17g}") for v in t.flatten().tolist()]}
@@ -185,7 +216,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     seed = 100
     for kind in ("linear_attn", "retention", "simple_gla", "gla", "delta_rule",
-                 "gated_delta_rule"):
+                 "gated_delta_rule", "transnormer_decay"):
         for n in LENGTHS:
             seed += 1
             case = make_case(kind, n, seed)

@@ -54,12 +54,19 @@ KernelResult run_rota(const GoldenCase& c, DType dtype, int64_t chunk) {
     r.grads.emplace_back("dk", dk);
     r.grads.emplace_back("dv", dv);
   };
-  if (kind == "linear_attn" || kind == "retention") {
+  if (kind == "linear_attn" || kind == "retention" || kind == "transnormer_decay") {
     Tensor decay;
-    if (kind == "retention") {
-      // RetNet's rates as Rota's `decay { schedule: RETNET }` computes them.
+    if (kind != "linear_attn") {
+      // The rates as Rota's `decay { schedule: RETNET }` or `{ schedule: TRANSNORMER }` (for the
+      // case's block of its stack) computes them; the golden's own come from fla's form
+      // (retention) or from the script's ALiBi slopes (TransNormer).
       nn::StateDecayOptions options;
-      options.schedule = nn::DecaySchedule::kRetNet;
+      options.schedule =
+          kind == "retention" ? nn::DecaySchedule::kRetNet : nn::DecaySchedule::kTransNormer;
+      if (kind == "transnormer_decay") {
+        options.layer = c.config().at("layer");
+        options.layers = c.config().at("layers");
+      }
       decay = tensor_from(nn::state_decay_rates(options, qs[1]), {qs[1]}, dtype);
     }
     r.out = backend::causal_linear_attention_forward(q, k, v, chunk, decay, initial, final_state);
@@ -131,8 +138,8 @@ TEST_P(FlaReference, OutputStateAndEveryGradientMatchFlasForm) {
 // Every fla form the script writes is here, at each length (a missing golden fails, not skips).
 TEST(FlaReferenceCases, EveryFormAtEveryLengthIsCommitted) {
   const std::vector<std::string> cases = GoldenCase::list("fla");
-  for (const char* kind :
-       {"linear_attn", "retention", "simple_gla", "gla", "delta_rule", "gated_delta_rule"}) {
+  for (const char* kind : {"linear_attn", "retention", "transnormer_decay", "simple_gla", "gla",
+                           "delta_rule", "gated_delta_rule"}) {
     for (const int n : {1, 6, 45}) {
       const std::string name = "fla/" + std::string(kind) + "_n" + std::to_string(n) + ".json";
       EXPECT_NE(std::find(cases.begin(), cases.end(), name), cases.end()) << name;
