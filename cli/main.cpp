@@ -30,7 +30,8 @@ int dispatch(int argc, char** argv) {
                                    add_eval_command(app), add_predict_command(app),
                                    add_generate_command(app), add_ablate_command(app)};
   for (std::vector<Command> group : {add_bench_commands(app), add_data_commands(app),
-                                     add_recipe_commands(app), add_export_commands(app)}) {
+                                     add_recipe_commands(app), add_export_commands(app),
+                                     add_import_commands(app)}) {
     commands.insert(commands.end(), group.begin(), group.end());
   }
   add_help_footers(app);

@@ -65,7 +65,7 @@ Encoder::Encoder(const ModelOptions& o, bool causal, Generator& init_gen,
   }
   if (o.final_norm && o.norm_placement == NormPlacement::kPre) {
     final_norm_ = register_module(
-        "final_norm", nn::make_norm(o.norm_kind, {o.dim, o.norm_eps, true, o.dtype, o.bias}));
+        "final_norm", nn::make_norm(o.norm_kind, {o.dim, o.norm_eps, true, o.dtype, o.norm_bias()}));
   }
 }
 

@@ -120,24 +120,29 @@ double parameter_count(const ModelOptions& o) {
   if (const auto* learned = std::get_if<nn::LearnedPosition>(&o.position)) {
     count += static_cast<double>(learned->max_positions) * e;
   }
-  const double bias = o.bias ? 1.0 : 0.0;
+  const double qkv_bias = o.qkv_bias() ? 1.0 : 0.0, out_bias = o.attention_out_bias() ? 1.0 : 0.0;
+  const double ffn_bias = o.ffn_bias() ? 1.0 : 0.0, norm_bias = o.norm_bias() ? 1.0 : 0.0;
   // A block norm: γ, plus β for a LayerNorm with biases.
-  const double norm = o.norm_kind == nn::NormKind::kLayerNorm ? (1.0 + bias) * e : e;
+  const double norm = o.norm_kind == nn::NormKind::kLayerNorm ? (1.0 + norm_bias) * e : e;
   for (int64_t i = 0; i < o.layers; ++i) {
     const ModelOptions b = block_options(o, i);  // a hybrid's blocks differ
     double block = 2.0 * norm;                   // ln1, ln2
-    block += 4.0 * (e * e + bias * e);           // q, k, v, out projections
+    // q and out [E, E]; k and v [H_kv·D, E] (grouped-query attention in softmax blocks)
+    const double kv_width =
+        is_softmax(b) && b.kv_heads > 0 ? e / static_cast<double>(b.heads) * b.kv_heads : e;
+    block += e * e + qkv_bias * e + 2.0 * (kv_width * e + qkv_bias * kv_width);
+    block += e * e + out_bias * e;
     if (nn::is_gated(b.activation)) {
-      block += 3.0 * e * f + bias * (2.0 * f + e);  // gate_proj, up_proj, down_proj
+      block += 3.0 * e * f + ffn_bias * (2.0 * f + e);  // gate_proj, up_proj, down_proj
     } else {
-      block += 2.0 * e * f + bias * (f + e);  // fc1, fc2
+      block += 2.0 * e * f + ffn_bias * (f + e);  // fc1, fc2
     }
     block += position_parameters(b);
     if (!is_softmax(b)) {
-      if (b.attention.norm == nn::LinearAttentionNorm::kLayerNorm) block += (1.0 + bias) * e;
+      if (b.attention.norm == nn::LinearAttentionNorm::kLayerNorm) block += (1.0 + norm_bias) * e;
       if (b.attention.norm == nn::LinearAttentionNorm::kRmsNorm) block += e;
-      if (b.attention.norm == nn::LinearAttentionNorm::kGroupNorm) block += (1.0 + bias) * e;
-      if (b.attention.output_gate != nn::OutputGate::kNone) block += e * e + bias * e;
+      if (b.attention.norm == nn::LinearAttentionNorm::kGroupNorm) block += (1.0 + norm_bias) * e;
+      if (b.attention.output_gate != nn::OutputGate::kNone) block += e * e + qkv_bias * e;
       block += state_gate_parameters(b);
     }
     count += block;

@@ -15,11 +15,15 @@ double block_forward_flops(const ModelOptions& o, int64_t sequence_length) {
   const double heads = static_cast<double>(o.heads);
   const double d = e / heads;
   const bool causal = o.kind == ModelKind::kCausalLm;
-  // The four attention projections E×E (five with an output gate) and the FFN's two E×F
-  // matrices, or three for a gated FFN (W_gate, W_up, W_down).
+  // The four attention projections E×E (five with an output gate; with grouped-query attention
+  // k and v are H_kv·D × E) and the FFN's two E×F matrices, or three for a gated FFN (W_gate,
+  // W_up, W_down).
   const bool output_gate = o.attention_family == AttentionFamily::kLinear &&
                            o.attention.output_gate != nn::OutputGate::kNone;
-  const double projections = output_gate ? 5.0 : 4.0;
+  const double kv_share = o.attention_family == AttentionFamily::kSoftmax && o.kv_heads > 0
+                              ? static_cast<double>(o.kv_heads) / heads
+                              : 1.0;
+  const double projections = (output_gate ? 3.0 : 2.0) + 2.0 * kv_share;
   const double ffn_matrices = nn::is_gated(o.activation) ? 3.0 : 2.0;
   double dense = 2.0 * (projections * e * e + ffn_matrices * e * f);
   double attention = 0;

@@ -20,6 +20,8 @@ ModelOptions block_options(const ModelOptions& o, int64_t block) {
     b.softmax = h.softmax;
     b.position = h.position;
   }
+  // kv_heads is for the softmax blocks; a hybrid's linear blocks keep a head per query head.
+  if (o.hybrid && b.attention_family == AttentionFamily::kLinear) b.kv_heads = 0;
   b.hybrid.reset();
   b.attention.decay.layer = block;  // a decay schedule may depend on the block's depth
   b.attention.decay.layers = o.layers;

@@ -50,6 +50,9 @@ struct ModelOptions {
   int64_t dim = 128;
   int64_t layers = 2;
   int64_t heads = 4;
+  /// Key/value heads of softmax attention (grouped-query attention; heads a multiple of it);
+  /// 0 means heads. Linear attention refuses any other value than 0 or heads.
+  int64_t kv_heads = 0;
   int64_t ffn_dim = 512;  // FFN hidden width F (gated activations: of W_gate and W_up)
   nn::Activation activation = nn::Activation::kGelu;  // kSwiglu / kGeglu: a gated FFN
   NormPlacement norm_placement = NormPlacement::kPre;
@@ -57,6 +60,18 @@ struct ModelOptions {
   /// Biases of the blocks' projections (attention q/k/v/out, FFN) and LayerNorms' β (block,
   /// final and linear attention's output norm); the heads keep theirs.
   bool bias = true;
+  /// Per-part overrides of `bias` (recipe model.biases); an unset part follows `bias`.
+  struct BiasOverrides {
+    std::optional<bool> qkv;            // q/k/v projections (and linear attention's gate_proj)
+    std::optional<bool> attention_out;  // the attention's out_proj
+    std::optional<bool> ffn;            // the feed-forward projections
+    std::optional<bool> norms;          // the LayerNorms' / GroupNorm's β
+  };
+  BiasOverrides biases;
+  bool qkv_bias() const { return biases.qkv.value_or(bias); }
+  bool attention_out_bias() const { return biases.attention_out.value_or(bias); }
+  bool ffn_bias() const { return biases.ffn.value_or(bias); }
+  bool norm_bias() const { return biases.norms.value_or(bias); }
   double norm_eps = 1e-5;         // epsilon of every norm of the model
   bool final_norm = true;         // a norm after the last block (pre-norm models)
   double dropout = 0.0;           // on embeddings and residual branches

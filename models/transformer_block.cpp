@@ -39,7 +39,9 @@ nn::SoftmaxAttentionOptions softmax_attention_options(const ModelOptions& o, boo
   a.projection_init = inits.attention_input;
   a.output_init = inits.attention_output;
   a.dtype = o.dtype;
-  a.bias = o.bias;
+  a.kv_heads = o.kv_heads;
+  a.qkv_bias = o.qkv_bias();
+  a.output_bias = o.attention_out_bias();
   return a;
 }
 
@@ -47,7 +49,7 @@ TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator
                                    std::shared_ptr<Generator> dropout_gen,
                                    const SharedAttentionEncoding& shared)
     : placement_(o.norm_placement), softmax_options_(o.softmax) {
-  const nn::NormOptions norm{o.dim, o.norm_eps, true, o.dtype, o.bias};
+  const nn::NormOptions norm{o.dim, o.norm_eps, true, o.dtype, o.norm_bias()};
   ln1_ = register_module("ln1", nn::make_norm(o.norm_kind, norm));
   if (o.attention_family == AttentionFamily::kLinear) {
     nn::LinearAttentionOptions a = o.attention;
@@ -59,7 +61,13 @@ TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator
     a.projection_init = inits.attention_input;
     a.output_init = inits.attention_output;
     a.dtype = o.dtype;
-    a.bias = o.bias;
+    ROTA_CHECK(o.kv_heads == 0 || o.kv_heads == o.heads,
+               "model: kv_heads {} (grouped-query attention) applies to softmax attention; "
+               "linear attention has one key and value head per query head ({})",
+               o.kv_heads, o.heads);
+    a.qkv_bias = o.qkv_bias();
+    a.output_bias = o.attention_out_bias();
+    a.norm_bias = o.norm_bias();
     linear_attn_ = register_module("attn", std::make_shared<nn::LinearAttention>(a, init_gen));
   } else {
     ROTA_CHECK(o.heads > 0 && o.dim > 0 && o.dim % o.heads == 0,
@@ -87,7 +95,7 @@ TransformerBlock::TransformerBlock(const ModelOptions& o, bool causal, Generator
   f.first_init = inits.ffn_first;
   f.second_init = inits.ffn_second;
   f.dtype = o.dtype;
-  f.bias = o.bias;
+  f.bias = o.ffn_bias();
   ffn_ = register_module("ffn", std::make_shared<nn::FeedForward>(f, init_gen, dropout_gen));
   dropout_ = register_module("dropout", std::make_shared<nn::Dropout>(o.dropout, dropout_gen));
 }

@@ -29,6 +29,8 @@ bool is_optional_section(const FD& field) {
       "rota.recipes.Model.hybrid",
       "rota.recipes.Hybrid.attention",
       "rota.recipes.Hybrid.position",
+      "rota.recipes.Model.biases",
+      "rota.recipes.Rope.scaling",
   };
   return kSections.count(field.full_name()) > 0;
 }

@@ -240,9 +240,27 @@ void check_position(Checker& check, const Recipe& recipe, const Position& positi
       }
       break;
     }
-    case Position::kRope:
+    case Position::kRope: {
       check.greater_than(path + ".rope.base", position.rope().base(), 1.0);
+      const RopeScaling& scaling = position.rope().scaling();
+      const std::string at = path + ".rope.scaling";
+      if (scaling.has_linear()) check.positive(at + ".linear.factor", scaling.linear().factor());
+      if (scaling.has_llama3()) {
+        const Llama3RopeScaling& l = scaling.llama3();
+        check.positive(at + ".llama3.factor", l.factor());
+        check.positive(at + ".llama3.low_freq_factor", l.low_freq_factor());
+        if (l.low_freq_factor() > 0 && !(l.high_freq_factor() > l.low_freq_factor())) {
+          check.fail(at + ".llama3.high_freq_factor", "must be greater than low_freq_factor " +
+                                                          num(l.low_freq_factor()) + " (got " +
+                                                          num(l.high_freq_factor()) + ")");
+        }
+        check.at_least(at + ".llama3.original_max_positions", l.original_max_positions(), 1);
+      }
+      if (position.rope().has_scaling() && scaling.kind_case() == RopeScaling::KIND_NOT_SET) {
+        check.fail(at, "set one of linear, llama3 (or leave scaling out)");
+      }
       break;
+    }
     case Position::kLrpe: {
       const Lrpe& lrpe = position.lrpe();
       needs_linear("lrpe", "LRPE");
@@ -435,6 +453,21 @@ void check_model(Checker& check, const Recipe& recipe) {
                "width " + num(model.width()) + " is not divisible by heads " + num(model.heads()));
   }
   if (model.has_ffn_width()) check.at_least("model.ffn_width", model.ffn_width(), 1);
+  if (model.has_kv_heads()) {
+    check.at_least("model.kv_heads", model.kv_heads(), 1);
+    if (model.kv_heads() >= 1 && model.heads() >= 1 && model.heads() % model.kv_heads() != 0) {
+      check.fail("model.kv_heads", "heads " + num(model.heads()) +
+                                       " is not a multiple of kv_heads " + num(model.kv_heads()));
+    }
+    const bool any_softmax = model.attention().has_softmax() ||
+                             (model.has_hybrid() && model.hybrid().attention().has_softmax());
+    if (!any_softmax && model.kv_heads() != model.heads()) {
+      check.fail("model.kv_heads",
+                 "grouped-query attention applies to softmax attention; every block here uses "
+                 "linear attention, which keeps one key and value head per query head (leave "
+                 "kv_heads out or set it to heads)");
+    }
+  }
   check.positive("model.norm_eps", model.norm_eps());
   check.below_one("model.dropout", model.dropout());
   check.positive("model.init_std", model.init_std());

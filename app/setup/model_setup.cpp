@@ -109,6 +109,29 @@ nn::LrpeOptions lrpe_of(const recipes::Lrpe& l) {
   return o;
 }
 
+/// RoPE's θ rescaling (model.position.rope.scaling).
+nn::RopeScaling rope_scaling_of(const recipes::Rope& rope) {
+  nn::RopeScaling o;
+  if (!rope.has_scaling()) return o;
+  const recipes::RopeScaling& s = rope.scaling();
+  switch (s.kind_case()) {
+    case recipes::RopeScaling::kLinear:
+      o.kind = nn::RopeScaling::Kind::kLinear;
+      o.factor = s.linear().factor();
+      break;
+    case recipes::RopeScaling::kLlama3:
+      o.kind = nn::RopeScaling::Kind::kLlama3;
+      o.factor = s.llama3().factor();
+      o.low_freq_factor = s.llama3().low_freq_factor();
+      o.high_freq_factor = s.llama3().high_freq_factor();
+      o.original_max_positions = s.llama3().original_max_positions();
+      break;
+    case recipes::RopeScaling::KIND_NOT_SET:
+      break;
+  }
+  return o;
+}
+
 /// The recipe's `model.position` oneof as the typed encoding; nullopt when none is chosen. Which
 /// attention family accepts it is checked by the callers.
 std::optional<nn::PositionEncoding> position_of(const recipes::Position& p) {
@@ -120,7 +143,8 @@ std::optional<nn::PositionEncoding> position_of(const recipes::Position& p) {
     case recipes::Position::kLearnedAbsolute:
       return nn::LearnedPosition{p.learned_absolute().max_positions()};
     case recipes::Position::kRope:
-      return nn::RopePosition{pairing_of(p.rope().pairing()), p.rope().base()};
+      return nn::RopePosition{pairing_of(p.rope().pairing()), p.rope().base(),
+                              rope_scaling_of(p.rope())};
     case recipes::Position::kLrpe:
       return lrpe_of(p.lrpe());
     case recipes::Position::kPermuteFormer:
@@ -333,6 +357,14 @@ models::ModelOptions model_options_from_recipe(const recipes::Recipe& recipe, in
   o.norm_kind =
       m.norm_kind() == recipes::Model::RMS_NORM ? nn::NormKind::kRmsNorm : nn::NormKind::kLayerNorm;
   o.bias = m.bias();
+  if (m.has_biases()) {
+    const recipes::Biases& b = m.biases();
+    if (b.has_qkv()) o.biases.qkv = b.qkv();
+    if (b.has_attention_out()) o.biases.attention_out = b.attention_out();
+    if (b.has_ffn()) o.biases.ffn = b.ffn();
+    if (b.has_norms()) o.biases.norms = b.norms();
+  }
+  o.kv_heads = m.has_kv_heads() ? m.kv_heads() : 0;
   o.norm_placement = m.norm_placement() == recipes::Model::POST_NORM ? models::NormPlacement::kPost
                                                                      : models::NormPlacement::kPre;
   o.final_norm = m.final_norm();

@@ -29,6 +29,8 @@ std::vector<Command> add_data_commands(CLI::App& app);
 std::vector<Command> add_recipe_commands(CLI::App& app);
 /// `export hf`.
 std::vector<Command> add_export_commands(CLI::App& app);
+/// `import hf`.
+std::vector<Command> add_import_commands(CLI::App& app);
 
 /// Ends every command's --help (the program's, each group's and each subcommand's) with one
 /// example and the doc to read; call once every command is added.

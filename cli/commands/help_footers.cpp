@@ -44,6 +44,8 @@ constexpr HelpFooter kFooters[] = {
     {"recipe diff", "rota recipe diff recipes/default.txtpb runs/default", "docs/recipes.md"},
     {"export", "rota export hf runs/default exported/default", "docs/python.md"},
     {"export hf", "rota export hf runs/default exported/default", "docs/python.md"},
+    {"import", "rota import hf ~/models/gpt2 --out runs/gpt2", "docs/pretrained.md"},
+    {"import hf", "rota import hf ~/models/gpt2 --out runs/gpt2", "docs/pretrained.md"},
 };
 
 /// The subcommand a path of words names under `app`, or nullptr.

@@ -487,6 +487,14 @@ PYTHON_INSTALL = Elsewhere(
     "tests/python/test_python_docs.py", ('blocks(self.text, "sh", "Install")', "shadowing-bin",
                                          'PIP_NO_INDEX="1"'),
     ("## Install", "## "))
+HF_IMPORT = Elsewhere(
+    "tests/peers/test_hf_import.py runs the block on tiny models saved by transformers (the peers' "
+    "venv: PyPI transformers is not in Debian)", "tests/peers/test_hf_import.py",
+    ("BEGIN IMPORT COMMANDS", "self.assertEqual(len(commands), 4)"),
+    ("<!-- BEGIN IMPORT COMMANDS", "<!-- END IMPORT COMMANDS"))
+README_HF_IMPORT = Elsewhere(
+    "tests/peers/test_hf_import.py runs the README's import line on a tiny GPT-2 saved by "
+    "transformers", "tests/peers/test_hf_import.py", ('"build/rota import hf "',))
 FUZZ_BUILD = Elsewhere(
     "needs the clang build of `make fuzz` (build-fuzz/); CI runs `make fuzz`, which runs "
     "fuzz/run.sh over every target", ".ci/run", ("make fuzz FUZZ_SECONDS=15",))
@@ -500,6 +508,15 @@ ELSEWHERE = {
         "build/rota train RECIPE --set 'data.tokenizer={path: \"tokenizer.json\"}' "
         "--out runs/my-tokenizer": README_OWN_DATA,
         "build/rota predict runs/my-texts --input new_examples.txt": README_OWN_DATA,
+        "build/rota import hf ~/models/gpt2 --out runs/gpt2": README_HF_IMPORT,
+    },
+    "docs/pretrained.md": {
+        "rota import hf ~/models/gpt2 --out runs/gpt2": HF_IMPORT,
+        "rota import hf ~/models/qwen2-0.5b --out runs/qwen2 --set data.sequence_length=512":
+            HF_IMPORT,
+        "rota eval runs/gpt2 --data my_texts/test.txt": HF_IMPORT,
+        "rota generate runs/gpt2 --prompt \"The meaning of life\" --tokens 40 --temperature 0":
+            HF_IMPORT,
     },
     "docs/data.md": {
         "rota train lm_text.txtpb": OWN_DATA_WORKED,

@@ -28,17 +28,17 @@ LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generato
              "attention takes none, sinusoidal, learned_absolute (both added to the embeddings "
              "by the model), rope, lrpe or permute_former",
              position_encoding_name(options.position));
-  const LinearOptions proj{e, e, options.bias, options.dtype, options.projection_init};
+  const LinearOptions proj{e, e, options.qkv_bias, options.dtype, options.projection_init};
   q_proj_ = register_module("q_proj", std::make_shared<Linear>(proj, gen));
   k_proj_ = register_module("k_proj", std::make_shared<Linear>(proj, gen));
   v_proj_ = register_module("v_proj", std::make_shared<Linear>(proj, gen));
   out_proj_ = register_module(
       "out_proj", std::make_shared<Linear>(
-                      LinearOptions{e, e, options.bias, options.dtype, options.output_init}, gen));
+                      LinearOptions{e, e, options.output_bias, options.dtype, options.output_init}, gen));
   if (options.norm == LinearAttentionNorm::kLayerNorm) {
     layer_norm_ = register_module(
         "norm", std::make_shared<LayerNorm>(NormOptions{e, options.norm_eps.value_or(1e-5), true,
-                                                        options.dtype, options.bias}));
+                                                        options.dtype, options.norm_bias}));
   } else if (options.norm == LinearAttentionNorm::kRmsNorm) {
     rms_norm_ =
         register_module("norm", std::make_shared<RMSNorm>(NormOptions{
@@ -46,7 +46,7 @@ LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generato
   } else if (options.norm == LinearAttentionNorm::kGroupNorm) {
     group_norm_ = register_module("norm", std::make_shared<GroupNorm>(GroupNormOptions{
                                               e, options.heads, options.norm_eps.value_or(1e-5),
-                                              options.dtype, options.bias}));
+                                              options.dtype, options.norm_bias}));
   }
   if (options.output_gate != OutputGate::kNone) {
     gate_proj_ = register_module("gate_proj", std::make_shared<Linear>(proj, gen));
@@ -68,7 +68,7 @@ LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generato
   }
   std::optional<LrpeOptions> lrpe;
   if (const auto* rope = std::get_if<RopePosition>(&options.position)) {
-    lrpe = rope_options(head_dim(), rope->pairing, rope->base);
+    lrpe = rope_options(head_dim(), rope->pairing, rope->base, DType::kF32, rope->scaling);
   } else if (const auto* l = std::get_if<LrpeOptions>(&options.position)) {
     lrpe = *l;
   }

@@ -51,7 +51,9 @@ struct LinearAttentionOptions {
   WeightInit projection_init;  // q, k and v (default: PyTorch's)
   WeightInit output_init;      // out_proj, which writes into the residual stream
   DType dtype = DType::kF32;
-  bool bias = true;  // biases of q/k/v/out_proj and the β of the LayerNorm output norm
+  bool qkv_bias = true;     // biases of q/k/v_proj (and of gate_proj, the output gate's input)
+  bool output_bias = true;  // bias of out_proj
+  bool norm_bias = true;    // β of the LayerNorm / GroupNorm output norm
 };
 
 /// Carried state for token-by-token generation: S = Σ k̃ᵀ [v, 1] per head and the position of

@@ -57,8 +57,8 @@ SoftmaxPositionModules softmax_position_modules(const SoftmaxAttentionOptions& o
   const PositionEncoding& position = options.position;
   if (const auto* rope = std::get_if<RopePosition>(&position)) {
     ROTA_CHECK(d % 2 == 0, "SoftmaxAttention: RoPE needs an even head dim, got {}", d);
-    out.rope =
-        std::make_shared<Lrpe>(rope_options(d, rope->pairing, rope->base, options.dtype), gen);
+    out.rope = std::make_shared<Lrpe>(
+        rope_options(d, rope->pairing, rope->base, options.dtype, rope->scaling), gen);
   } else if (std::holds_alternative<AlibiPosition>(position)) {
     out.relative = std::make_shared<Alibi>(options.heads);
   } else if (const auto* t5 = std::get_if<T5Position>(&position)) {
@@ -112,6 +112,10 @@ SoftmaxAttention::SoftmaxAttention(const SoftmaxAttentionOptions& options, Gener
              "SoftmaxAttention: dropout {} needs a dropout generator", options.dropout);
   ROTA_CHECK(options.window >= 0, "SoftmaxAttention: window must be >= 0 (0 = full), got {}",
              options.window);
+  ROTA_CHECK(
+      options.kv_heads >= 0 && (options.kv_heads == 0 || options.heads % options.kv_heads == 0),
+      "SoftmaxAttention: heads {} must be a multiple of kv_heads {}", options.heads,
+      options.kv_heads);
   ROTA_CHECK(!options.scale || std::isfinite(*options.scale),
              "SoftmaxAttention: scale must be finite");
   // Shaw, XL and skew draw their tables before the projections and T5 after them: the orders
@@ -121,21 +125,23 @@ SoftmaxAttention::SoftmaxAttention(const SoftmaxAttentionOptions& options, Gener
                             std::holds_alternative<SkewPosition>(options.position);
   SoftmaxPositionModules position;
   if (!options.custom_encoding && tables_first) position = softmax_position_modules(options, gen);
+  const int64_t kv_width = kv_heads() * head_dim();  // H_kv·D
   q_proj_ = register_module(
       "q_proj",
       std::make_shared<Linear>(
-          LinearOptions{e, e, options.bias, options.dtype, options.projection_init}, gen));
+          LinearOptions{e, e, options.qkv_bias, options.dtype, options.projection_init}, gen));
   k_proj_ = register_module(
-      "k_proj",
-      std::make_shared<Linear>(
-          LinearOptions{kv, e, options.bias, options.dtype, options.projection_init}, gen));
+      "k_proj", std::make_shared<Linear>(LinearOptions{kv, kv_width, options.qkv_bias,
+                                                       options.dtype, options.projection_init},
+                                         gen));
   v_proj_ = register_module(
-      "v_proj",
-      std::make_shared<Linear>(
-          LinearOptions{kv, e, options.bias, options.dtype, options.projection_init}, gen));
+      "v_proj", std::make_shared<Linear>(LinearOptions{kv, kv_width, options.qkv_bias,
+                                                       options.dtype, options.projection_init},
+                                         gen));
   out_proj_ = register_module(
-      "out_proj", std::make_shared<Linear>(
-                      LinearOptions{e, e, options.bias, options.dtype, options.output_init}, gen));
+      "out_proj",
+      std::make_shared<Linear>(
+          LinearOptions{e, e, options.output_bias, options.dtype, options.output_init}, gen));
   if (options.custom_encoding) {
     position.relative = options.custom_encoding;
   } else if (!tables_first) {
@@ -149,13 +155,33 @@ double SoftmaxAttention::scale() const {
   return options_.scale.value_or(1.0 / std::sqrt(static_cast<double>(head_dim())));
 }
 
-Variable SoftmaxAttention::attend(const Variable& q_in, const Variable& k_in, const Variable& v,
+namespace {
+
+/// Grouped-query attention's sharing: x [B, H_kv, N, D] → [B, H_kv·G, N, D], head j repeated
+/// as heads j·G … j·G + G − 1 (the backward sums each group's gradients back onto its head).
+Variable repeat_kv_heads(const Variable& x, int64_t group) {
+  if (group == 1) return x;
+  const int64_t b = x.size(0), hkv = x.size(1), n = x.size(2), d = x.size(3);
+  return reshape(expand(unsqueeze(x, 2), {b, hkv, group, n, d}), {b, hkv * group, n, d});
+}
+
+}  // namespace
+
+Variable SoftmaxAttention::attend(const Variable& q_in, const Variable& k_in, const Variable& v_in,
                                   const SoftmaxAttentionInputs& inputs) const {
+  ROTA_CHECK(q_in.dim() == 4 && q_in.size(1) == options_.heads && k_in.dim() == 4 &&
+                 k_in.size(1) == kv_heads() && v_in.dim() == 4 && v_in.size(1) == kv_heads(),
+             "SoftmaxAttention::attend: q {}, k {}, v {} must have {} query and {} key/value heads",
+             shape_str(q_in.shape()), shape_str(k_in.shape()), shape_str(v_in.shape()),
+             options_.heads, kv_heads());
   Variable q = q_in, k = k_in;
   if (rope_) {  // rotate by absolute positions: queries at off + i, keys at j
     q = rope_->forward(q, inputs.query_offset);
     k = rope_->forward(k, 0);
   }
+  const int64_t group = options_.heads / kv_heads();
+  k = repeat_kv_heads(k, group);
+  const Variable v = repeat_kv_heads(v_in, group);
   AttentionCall call;
   call.scale = scale();
   call.causal = options_.causal;
@@ -185,9 +211,10 @@ Variable SoftmaxAttention::forward(const Variable& query_input, const Variable& 
              "SoftmaxAttention: key/value input {} must be [B = {}, Nk, {}]",
              shape_str(key_value_input.shape()), query_input.size(0), kv);
   const int64_t b = query_input.size(0), nq = query_input.size(1), nk = key_value_input.size(1);
-  const int64_t h = options_.heads, d = head_dim();
-  auto split_heads = [&](const Variable& t, int64_t n) {  // [B, N, E] → [B, H, N, D] (a view)
-    return permute(reshape(t, {b, n, h, d}), {0, 2, 1, 3});
+  const int64_t d = head_dim();
+  // [B, N, heads·D] → [B, heads, N, D] (a view)
+  auto split_heads = [&](const Variable& t, int64_t n, int64_t heads) {
+    return permute(reshape(t, {b, n, heads, d}), {0, 2, 1, 3});
   };
   // Projections of one input share a product: q, k, v for self-attention, k and v otherwise.
   std::vector<Variable> proj;
@@ -197,9 +224,9 @@ Variable SoftmaxAttention::forward(const Variable& query_input, const Variable& 
     proj = forward_shared_input({k_proj_.get(), v_proj_.get()}, key_value_input);
     proj.insert(proj.begin(), q_proj_->forward(query_input));
   }
-  const Variable q = split_heads(proj[0], nq);
-  const Variable k = split_heads(proj[1], nk);
-  const Variable v = split_heads(proj[2], nk);
+  const Variable q = split_heads(proj[0], nq, options_.heads);
+  const Variable k = split_heads(proj[1], nk, kv_heads());
+  const Variable v = split_heads(proj[2], nk, kv_heads());
   const Variable o = attend(q, k, v, inputs);  // [B, H, Nq, D]
   return out_proj_->forward(reshape(permute(o, {0, 2, 1, 3}), {b, nq, e}));
 }
@@ -209,17 +236,17 @@ Tensor SoftmaxAttention::step(const Tensor& x, SoftmaxAttentionCache& cache) con
   ROTA_CHECK(x.dim() == 2 && x.size(1) == options_.dim,
              "SoftmaxAttention::step: x {} must be [B, {}]", shape_str(x.shape()), options_.dim);
   NoGradGuard no_grad;
-  const int64_t b = x.size(0), h = options_.heads, d = head_dim();
+  const int64_t b = x.size(0), d = head_dim();
   ROTA_CHECK(cache.length() == 0 || cache.k.size(0) == b,
              "SoftmaxAttention::step: batch {} does not match the cache's {}", b, cache.k.size(0));
   const Variable xv(x.reshape({b, 1, options_.dim}));
   const std::vector<Variable> proj =
       forward_shared_input({q_proj_.get(), k_proj_.get(), v_proj_.get()}, xv);
-  auto split_heads = [&](const Variable& t) {  // [B, 1, E] → [B, H, 1, D]
-    return permute(reshape(t, {b, 1, h, d}), {0, 2, 1, 3}).data().contiguous();
+  auto split_heads = [&](const Variable& t, int64_t heads) {  // [B, 1, heads·D] → [B, heads, 1, D]
+    return permute(reshape(t, {b, 1, heads, d}), {0, 2, 1, 3}).data().contiguous();
   };
-  const Tensor k = split_heads(proj[1]), v = split_heads(proj[2]);
-  cache.k = cache.k.defined() ? backend::concat({cache.k, k}, 2) : k;  // [B, H, n + 1, D]
+  const Tensor k = split_heads(proj[1], kv_heads()), v = split_heads(proj[2], kv_heads());
+  cache.k = cache.k.defined() ? backend::concat({cache.k, k}, 2) : k;  // [B, H_kv, n + 1, D]
   cache.v = cache.v.defined() ? backend::concat({cache.v, v}, 2) : v;
   if (options_.window > 0 && cache.length() > options_.window) {
     // Keys older than the window are never seen again. Every encoding depends only on the
@@ -231,8 +258,8 @@ Tensor SoftmaxAttention::step(const Tensor& x, SoftmaxAttentionCache& cache) con
   }
   SoftmaxAttentionInputs inputs;
   inputs.query_offset = cache.length() - 1;  // the new query sits at the last key
-  const Variable o =
-      attend(Variable(split_heads(proj[0])), Variable(cache.k), Variable(cache.v), inputs);
+  const Variable o = attend(Variable(split_heads(proj[0], options_.heads)), Variable(cache.k),
+                            Variable(cache.v), inputs);
   return out_proj_->forward(reshape(permute(o, {0, 2, 1, 3}), {b, 1, options_.dim}))
       .data()
       .reshape({b, options_.dim});

@@ -27,8 +27,11 @@ Variable attend_softmax_relative(const Variable& q, const Variable& k, const Var
                                  const Variable& table, const AttentionCall& call);
 
 struct SoftmaxAttentionOptions {
-  int64_t dim = 0;     // E: query input and output width
-  int64_t heads = 1;   // H; head dim D = E / H
+  int64_t dim = 0;    // E: query input and output width
+  int64_t heads = 1;  // H; head dim D = E / H
+  /// H_kv key/value heads (grouped-query attention): H a multiple of it; query head h reads
+  /// key/value head ⌊h / (H / H_kv)⌋. 0 means H (every query head has its own).
+  int64_t kv_heads = 0;
   int64_t kv_dim = 0;  // width of the key/value input (cross-attention); 0 means E
   bool causal = false;
   std::optional<double> scale;  // s; default 1/√D (T5-faithful runs: 1)
@@ -37,7 +40,8 @@ struct SoftmaxAttentionOptions {
   /// query_offset + i − j < W (with causal: the previous W keys including itself); the fused
   /// kernel skips the key tiles outside it. 0: no window.
   int64_t window = 0;
-  bool bias = true;  // biases of the q/k/v/out projections
+  bool qkv_bias = true;     // biases of the q/k/v projections
+  bool output_bias = true;  // bias of out_proj
   /// The positional encoding, built by softmax_position_modules: none and the absolute
   /// encodings (added to the embeddings by the model) leave the attention without one; RoPE,
   /// ALiBi, T5, Shaw, Transformer-XL and the skew act inside it; LRPE and PermuteFormer are
@@ -77,15 +81,16 @@ struct SoftmaxAttentionInputs {
 
 /// What one-token-at-a-time (causal) self-attention carries between steps: the projected keys
 /// and values of every earlier token, unrotated (RoPE and the relative encodings see them with
-/// the same positions as a full forward pass).
+/// the same positions as a full forward pass); H_kv heads with grouped-query attention.
 struct SoftmaxAttentionCache {
-  Tensor k;  // [B, H, n, D] (undefined before the first step)
-  Tensor v;  // [B, H, n, D]
+  Tensor k;  // [B, H_kv, n, D] (undefined before the first step)
+  Tensor v;  // [B, H_kv, n, D]
   int64_t length() const { return k.defined() ? k.size(2) : 0; }
 };
 
 /// Multi-head scaled dot-product attention:
-///   q = x_q W_qᵀ + b_q, k = x_kv W_kᵀ + b_k, v = x_kv W_vᵀ + b_v, split into H heads of D;
+///   q = x_q W_qᵀ + b_q, k = x_kv W_kᵀ + b_k, v = x_kv W_vᵀ + b_v, q split into H heads of D,
+///   k and v into H_kv heads (W_k, W_v [H_kv·D, kv_dim]), each shared by H / H_kv query heads;
 ///   per head o = softmax(s·q·kᵀ + encoding, hidden → −inf) (dropout) · v; y = [o_h] W_oᵀ + b_o.
 /// The attention itself is the fused memory-efficient kernel (no N×N tensor kept).
 /// Children: `q_proj`, `k_proj`, `v_proj`, `out_proj` (Linear), `rope` (Lrpe, frozen θ) or
@@ -106,13 +111,15 @@ class SoftmaxAttention : public Module {
   /// its key and value appended to the cache. Gives the last row of forward() on the whole
   /// sequence (in eval mode); no gradient. Causal layers only.
   Tensor step(const Tensor& x, SoftmaxAttentionCache& cache) const;
-  /// The per-head part on projected heads: q [B, H, Nq, D], k [B, H, Nk, D], v [B, H, Nk, D]
-  /// → [B, H, Nq, D] (encoding, masks, dropout, softmax, ·v).
+  /// The per-head part on projected heads: q [B, H, Nq, D], k [B, H_kv, Nk, D],
+  /// v [B, H_kv, Nk, D] → [B, H, Nq, D] (encoding, masks, dropout, softmax, ·v).
   Variable attend(const Variable& q, const Variable& k, const Variable& v,
                   const SoftmaxAttentionInputs& inputs = {}) const;
 
   const SoftmaxAttentionOptions& options() const { return options_; }
   int64_t head_dim() const { return options_.dim / options_.heads; }
+  /// H_kv (options.kv_heads, or H when it is 0).
+  int64_t kv_heads() const { return options_.kv_heads > 0 ? options_.kv_heads : options_.heads; }
   double scale() const;
   /// The relative encoding in use (ALiBi, T5, Shaw, XL, skew or custom), null for none / RoPE.
   const std::shared_ptr<RelativeAttentionEncoding>& relative_encoding() const { return relative_; }

@@ -28,7 +28,10 @@ Lrpe::Lrpe(const LrpeOptions& options, Generator& gen) : options_(options) {
     const double denom =
         options.core == LrpeCore::kOrthogonal && !options.learn_theta ? d - d % 2 : d;
     std::vector<double> theta(m);
-    for (int64_t j = 0; j < m; ++j) theta[j] = std::pow(options.theta_base, -2.0 * j / denom);
+    for (int64_t j = 0; j < m; ++j) {
+      theta[j] = rope_scaled_frequency(std::pow(options.theta_base, -2.0 * j / denom),
+                                       options.theta_scaling);
+    }
     theta_ =
         register_parameter("theta", tensor_from(theta, {m}, options.dtype), options.learn_theta);
   }
@@ -149,7 +152,28 @@ Variable Lrpe::forward_composed(const Variable& x, int64_t offset) const {
          swapped * (sin(per_channel) * Variable(tensor_from(sign, {d}, dtype)));
 }
 
-LrpeOptions rope_options(int64_t head_dim, backend::LrpePairing pairing, double base, DType dtype) {
+double rope_scaled_frequency(double theta, const RopeScaling& scaling) {
+  if (scaling.kind == RopeScaling::Kind::kNone) return theta;
+  ROTA_CHECK(std::isfinite(scaling.factor) && scaling.factor > 0,
+             "RoPE scaling: factor must be > 0, got {}", scaling.factor);
+  if (scaling.kind == RopeScaling::Kind::kLinear) return theta / scaling.factor;
+  const double low = scaling.low_freq_factor, high = scaling.high_freq_factor;
+  ROTA_CHECK(std::isfinite(low) && std::isfinite(high) && low > 0 && low < high,
+             "RoPE llama3 scaling: need 0 < low_freq_factor < high_freq_factor, got {} and {}", low,
+             high);
+  ROTA_CHECK(scaling.original_max_positions >= 1,
+             "RoPE llama3 scaling: original_max_positions must be >= 1, got {}",
+             scaling.original_max_positions);
+  const double context = static_cast<double>(scaling.original_max_positions);
+  const double wavelength = 2.0 * M_PI / theta;
+  if (wavelength > context / low) return theta / scaling.factor;  // low frequencies: stretched
+  if (wavelength < context / high) return theta;                  // high frequencies: kept
+  const double s = (context / wavelength - low) / (high - low);
+  return (1.0 - s) * theta / scaling.factor + s * theta;
+}
+
+LrpeOptions rope_options(int64_t head_dim, backend::LrpePairing pairing, double base, DType dtype,
+                         const RopeScaling& scaling) {
   LrpeOptions o;
   o.head_dim = head_dim;
   o.core = LrpeCore::kOrthogonal;
@@ -157,6 +181,7 @@ LrpeOptions rope_options(int64_t head_dim, backend::LrpePairing pairing, double 
   o.p = LrpeP::kIdentity;
   o.learn_theta = false;
   o.theta_base = base;
+  o.theta_scaling = scaling;
   o.dtype = dtype;
   return o;
 }

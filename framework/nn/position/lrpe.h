@@ -7,6 +7,27 @@
 
 namespace rota::nn {
 
+/// A rescaling of RoPE's frozen frequencies for contexts longer than the model was trained at
+/// (Hugging Face's rope_scaling of the same names).
+struct RopeScaling {
+  enum class Kind {
+    kNone,
+    kLinear,  // θ_k / factor (position interpolation)
+    kLlama3,  // Llama 3.1's wavelength-dependent rule (rope_scaled_frequency)
+  };
+  Kind kind = Kind::kNone;
+  double factor = 1.0;                    // > 0
+  double low_freq_factor = 1.0;           // kLlama3: > 0, < high_freq_factor
+  double high_freq_factor = 4.0;          // kLlama3
+  int64_t original_max_positions = 8192;  // kLlama3: the pretraining context L, >= 1
+};
+
+/// θ after `scaling`: linear θ/factor; Llama 3 with wavelength λ = 2π/θ: θ/factor where
+/// λ > L/low_freq_factor, θ where λ < L/high_freq_factor, else (1 − s)·θ/factor + s·θ with
+/// s = (L/λ − low_freq_factor)/(high_freq_factor − low_freq_factor). Throws rota::Error on
+/// settings outside the ranges above.
+double rope_scaled_frequency(double theta, const RopeScaling& scaling);
+
 /// One LRPE configuration (Type × P × θ mode). As a PositionEncoding alternative
 /// (position_encoding.h) head_dim and dtype are filled in by the attention layer.
 struct LrpeOptions {
@@ -19,6 +40,8 @@ struct LrpeOptions {
   bool learn_householder = true;
   bool learn_theta = true;      // θ learnable (Types 1, 2); frozen when false
   double theta_base = 10000.0;  // θ_j = base^(−2j/D)
+  /// Applied to the initial θ (RoPE's frozen frequencies; rope_scaled_frequency).
+  RopeScaling theta_scaling;
   DType dtype = DType::kF32;
 };
 
@@ -62,10 +85,11 @@ class Lrpe : public Module {
   Tensor permutation_;
 };
 
-/// Rotary position embedding: Type 2 rotation, identity P, frozen θ_k = base^(−2k/D); adjacent
-/// pairs (2k, 2k+1) by default, like the layers, the recipe and the docs.
+/// Rotary position embedding: Type 2 rotation, identity P, frozen θ_k = base^(−2k/D) rescaled
+/// by `scaling`; adjacent pairs (2k, 2k+1) by default, like the layers, the recipe and the docs.
 LrpeOptions rope_options(int64_t head_dim,
                          backend::LrpePairing pairing = backend::LrpePairing::kAdjacent,
-                         double base = 10000.0, DType dtype = DType::kF32);
+                         double base = 10000.0, DType dtype = DType::kF32,
+                         const RopeScaling& scaling = {});
 
 }  // namespace rota::nn

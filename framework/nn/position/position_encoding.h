@@ -32,6 +32,7 @@ struct LearnedPosition {
 struct RopePosition {
   backend::LrpePairing pairing = backend::LrpePairing::kAdjacent;  // (2k, 2k+1) or (k, k+D/2)
   double base = 10000.0;
+  RopeScaling scaling;  // of θ (none: θ_k as above)
 };
 
 // LRPE is LrpeOptions (lrpe.h): Type × P × θ mode; the layer fills in head_dim and dtype.

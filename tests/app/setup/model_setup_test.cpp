@@ -1,6 +1,8 @@
 // Recipe fields reach the model: numerics (norm epsilon, sinusoid base), the typed position,
 // the LLaMA-style block options (norm_kind, SwiGLU/GeGLU and their default width, bias), decay /
 // group norm / output gate, gating and the delta rule.
+#include <cmath>
+#include <map>
 #include <set>
 #include <string>
 #include <variant>
@@ -10,6 +12,7 @@
 #include "app/setup/model_setup.h"
 #include "framework/autograd/grad_mode.h"
 #include "models/language_models.h"
+#include "models/memory_estimate.h"
 #include "recipes/loader.h"
 #include "recipes/recipe_error.h"
 #include "recipes/resolve.h"
@@ -155,6 +158,43 @@ TEST(RecipeFields, LlamaStyleBlockReachesTheModel) {
   EXPECT_TRUE(std::isfinite(loss.item()));
   for (const auto& [name, p] : model.named_parameters()) {
     EXPECT_TRUE(p.grad().defined()) << name;
+  }
+}
+
+TEST(RecipeFields, GroupedQueryAttentionPerPartBiasesAndRopeScalingReachTheModel) {
+  const ModelOptions o = options_with(
+      {"model.attention={softmax {}}", "model.heads=4", "model.kv_heads=2", "model.bias=false",
+       "model.biases={qkv: true}",
+       "model.position={rope {pairing: HALF base: 500 scaling {linear {factor: 4}}}}"});
+  EXPECT_EQ(o.kv_heads, 2);
+  EXPECT_TRUE(o.qkv_bias());
+  EXPECT_FALSE(o.attention_out_bias());
+  EXPECT_FALSE(o.ffn_bias());
+  EXPECT_FALSE(o.norm_bias());
+  const auto& rope = std::get<nn::RopePosition>(o.position);
+  EXPECT_EQ(rope.scaling.kind, nn::RopeScaling::Kind::kLinear);
+  EXPECT_EQ(rope.scaling.factor, 4.0);
+  Generator init(5);
+  CausalLm model(o, init, nullptr);
+  const std::string b = "encoder.blocks.0.attn.";
+  std::map<std::string, Shape> shapes;
+  for (const auto& [name, p] : model.named_parameters()) shapes[name] = p.data().shape();
+  const int64_t kv_width = 2 * (o.dim / o.heads);
+  EXPECT_EQ(shapes.at(b + "k_proj.weight"), (Shape{kv_width, o.dim}));
+  EXPECT_EQ(shapes.at(b + "v_proj.bias"), (Shape{kv_width}));
+  EXPECT_EQ(shapes.at(b + "q_proj.weight"), (Shape{o.dim, o.dim}));
+  EXPECT_TRUE(shapes.count(b + "q_proj.bias"));
+  EXPECT_FALSE(shapes.count(b + "out_proj.bias"));
+  EXPECT_FALSE(shapes.count("encoder.blocks.0.ffn.fc1.bias"));
+  EXPECT_FALSE(shapes.count("encoder.blocks.0.ln1.bias"));
+  // The analytic count (memory estimates, logs) agrees with the built model.
+  EXPECT_EQ(models::parameter_count(o), static_cast<double>(model.num_parameters()));
+  // θ is the linear rescaling of base 500 (the frozen buffer the checkpoint stores).
+  const StateDict state = model.state_dict();
+  const std::vector<double> theta = state.at(b + "rope.theta").to_double_vector();
+  const int64_t d = o.dim / o.heads;
+  for (size_t j = 0; j < theta.size(); ++j) {
+    EXPECT_FLOAT_EQ(theta[j], std::pow(500.0, -2.0 * static_cast<double>(j) / d) / 4);
   }
 }
 
