@@ -488,13 +488,13 @@ PYTHON_INSTALL = Elsewhere(
                                          'PIP_NO_INDEX="1"'),
     ("## Install", "## "))
 HF_IMPORT = Elsewhere(
-    "tests/peers/test_hf_import.py runs the block on tiny models saved by transformers (the peers' "
-    "venv: PyPI transformers is not in Debian)", "tests/peers/test_hf_import.py",
+    "tests/peers/test_pretrained_docs.py runs the block on tiny models saved by transformers (the "
+    "peers' venv: PyPI transformers is not in Debian)", "tests/peers/test_pretrained_docs.py",
     ("BEGIN IMPORT COMMANDS", "self.assertEqual(len(commands), 4)"),
     ("<!-- BEGIN IMPORT COMMANDS", "<!-- END IMPORT COMMANDS"))
 README_HF_IMPORT = Elsewhere(
-    "tests/peers/test_hf_import.py runs the README's import line on a tiny GPT-2 saved by "
-    "transformers", "tests/peers/test_hf_import.py", ('"build/rota import hf "',))
+    "tests/peers/test_pretrained_docs.py runs the README's import line on a tiny GPT-2 saved by "
+    "transformers", "tests/peers/test_pretrained_docs.py", ('"build/rota import hf "',))
 FUZZ_BUILD = Elsewhere(
     "needs the clang build of `make fuzz` (build-fuzz/); CI runs `make fuzz`, which runs "
     "fuzz/run.sh over every target", ".ci/run", ("make fuzz FUZZ_SECONDS=15",))
