@@ -48,6 +48,8 @@ void check_generation_options(const GenerationOptions& options) {
   ROTA_CHECK(std::isfinite(options.repetition_penalty) && options.repetition_penalty > 0,
              "generate: repetition_penalty must be a finite number > 0, got {}",
              options.repetition_penalty);
+  ROTA_CHECK(options.vocab_limit >= 0, "generate: vocab_limit must be >= 0, got {}",
+             options.vocab_limit);
 }
 
 std::vector<int64_t> sampling_candidates(std::span<const float> logits, double temperature,
@@ -192,11 +194,14 @@ class BatchDecoder {
       if (!active_[b] || position < prompt_length(b) - 1) continue;
       const int64_t row = members_[b];
       std::vector<int64_t>& ids = out_[row];
-      std::span<const float> row_logits(logits + b * stride, static_cast<size_t>(vocab_));
+      const int64_t drawable =
+          options_.vocab_limit > 0 ? std::min(options_.vocab_limit, vocab_) : vocab_;
+      std::span<const float> row_logits(logits + b * stride, static_cast<size_t>(drawable));
       if (options_.repetition_penalty != 1) {
         std::copy(row_logits.begin(), row_logits.end(), scratch_.begin());
-        apply_repetition_penalty(scratch_, seen_[b], options_.repetition_penalty);
-        row_logits = scratch_;
+        std::span<float> penalised(scratch_.data(), row_logits.size());
+        apply_repetition_penalty(penalised, seen_[b], options_.repetition_penalty);
+        row_logits = penalised;
       }
       const int64_t id = sample_next_token(row_logits, options_, gens_[b]);
       ids.push_back(id);

@@ -19,6 +19,9 @@ struct GenerationOptions {
   double top_p = 1.0;               // nucleus: the most likely ids reaching p (0 < p <= 1); 1: off
   double repetition_penalty = 1.0;  // CTRL's penalty on ids already in the row (> 0); 1: off
   uint64_t seed = 0;                // sampling stream (generate(); generate_batch takes its rows')
+  /// Draw only ids below this (a model with more output rows than its tokenizer has ids, see
+  /// model.vocab_size); 0: every row of the logits.
+  int64_t vocab_limit = 0;
 };
 
 /// Throws rota::Error naming the first setting out of range (tokens < 0, temperature not finite

@@ -453,6 +453,7 @@ void check_model(Checker& check, const Recipe& recipe) {
                "width " + num(model.width()) + " is not divisible by heads " + num(model.heads()));
   }
   if (model.has_ffn_width()) check.at_least("model.ffn_width", model.ffn_width(), 1);
+  if (model.has_vocab_size()) check.at_least("model.vocab_size", model.vocab_size(), 1);
   if (model.has_kv_heads()) {
     check.at_least("model.kv_heads", model.kv_heads(), 1);
     if (model.kv_heads() >= 1 && model.heads() >= 1 && model.heads() % model.kv_heads() != 0) {

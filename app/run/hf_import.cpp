@@ -49,6 +49,8 @@ class Config {
   }
 
   bool has(const std::string& key) const { return json_.contains(key) && !json_[key].is_null(); }
+  /// The key is there, null or not.
+  bool present(const std::string& key) const { return json_.contains(key); }
   /// Marks `key` read, whatever its value.
   void consume(const std::string& key) { used_.insert(key); }
   const json& raw(const std::string& key) {
@@ -375,7 +377,9 @@ Translation translate_llama(Config& c, const std::string& architecture) {
   // use_sliding_window (and then from max_window_layers on, which Rota does not split).
   int64_t window = 0;
   if (mistral) {
-    window = c.integer("sliding_window", 0);
+    // null: no window; absent: MistralConfig's default, 4096.
+    window = c.present("sliding_window") ? c.integer("sliding_window", 0)
+                                         : (c.consume("sliding_window"), 4096);
   } else if (qwen2) {
     const bool sliding = c.boolean("use_sliding_window", false);
     c.consume("sliding_window");
@@ -399,7 +403,7 @@ Translation translate_llama(Config& c, const std::string& architecture) {
     c.consume("layer_types");
   }
   const double attention_dropout = c.number("attention_dropout", 0.0);
-  t.tied = c.boolean("tie_word_embeddings", qwen2 ? true : false);
+  t.tied = c.boolean("tie_word_embeddings", false);  // the default of all three configs
   t.sequence_length = std::min<int64_t>(positions, 2048);
   const std::string rope = rope_text(c, positions);
   t.model_text = fmt::format(
@@ -453,25 +457,37 @@ struct Target {
   int64_t rows = -1;  // -1: all
 };
 
-/// Copies rows [t.row_begin, +rows) of src (or of srcᵀ) into dst, checking the shapes.
-void place(const Tensor& src, const Target& t, Tensor& dst, const std::string& source_name) {
-  const bool matrix = src.dim() == 2;
-  ROTA_CHECK(src.dim() == 1 || matrix, "import hf: tensor '{}' is {}: 1-D or 2-D expected",
-             source_name, shape_str(src.shape()));
-  const int64_t src_rows = matrix ? (t.transpose ? src.size(1) : src.size(0)) : src.size(0);
-  const int64_t cols = matrix ? (t.transpose ? src.size(0) : src.size(1)) : 1;
+/// Rota's tensor `t.rota` must be rows [t.row_begin, +rows) of a source tensor of `shape` (or of
+/// its transpose): refuses, naming both, when the shapes say otherwise.
+void check_shapes(const Shape& shape, const Target& t, const Tensor& dst,
+                  const std::string& source_name) {
+  const bool matrix = shape.size() == 2;
+  if (shape.size() != 1 && !matrix) {
+    fail("import hf: tensor '{}' is {}: 1-D or 2-D expected", source_name, shape_str(shape));
+  }
+  const int64_t src_rows = matrix && t.transpose ? shape[1] : shape[0];
+  const int64_t cols = matrix ? (t.transpose ? shape[0] : shape[1]) : 1;
   const int64_t rows = t.rows < 0 ? src_rows : t.rows;
-  Shape want = matrix ? Shape{rows, cols} : Shape{rows};
-  if (t.row_begin + rows > src_rows || dst.shape() != want) {
+  const Shape want = matrix ? Shape{rows, cols} : Shape{rows};
+  if (t.row_begin + rows > src_rows || dst.shape() != want || dst.dtype() != DType::kF32 ||
+      !dst.is_contiguous()) {
     fail(
         "import hf: tensor '{}' is {}{}; Rota's '{}' is {} (the config and the weights "
         "disagree)",
-        source_name, shape_str(src.shape()),
+        source_name, shape_str(shape),
         t.rows >= 0 ? fmt::format(" (rows {}..{} of it wanted)", t.row_begin, t.row_begin + rows)
                     : "",
         t.rota, shape_str(dst.shape()));
   }
-  const float* in = src.data<float>();
+}
+
+/// Copies rows [t.row_begin, +rows) of src (or of srcᵀ), a row-major `shape`, into dst (shapes
+/// checked by check_shapes).
+void place(const float* in, const Shape& shape, const Target& t, Tensor& dst) {
+  const bool matrix = shape.size() == 2;
+  const int64_t src_rows = matrix && t.transpose ? shape[1] : shape[0];
+  const int64_t cols = matrix ? (t.transpose ? shape[0] : shape[1]) : 1;
+  const int64_t rows = t.rows < 0 ? src_rows : t.rows;
   float* out = dst.data<float>();
   if (!matrix) {
     std::memcpy(out, in + t.row_begin, sizeof(float) * rows);
@@ -612,6 +628,13 @@ std::vector<std::unique_ptr<io::SafetensorsFile>> open_weights(const fs::path& s
 
 }  // namespace
 
+namespace {
+/// The part of import_hf that writes into `out` (created, empty): recipe, model, weights,
+/// checkpoint.
+void write_run(const HfImportRequest& request, Translation& t, HfImportResult& result,
+               const fs::path& out);
+}  // namespace
+
 HfImportResult import_hf(const HfImportRequest& request) {
   const fs::path source = request.source;
   if (!fs::is_directory(source)) fail("import hf: {} is not a directory", source.string());
@@ -650,34 +673,60 @@ HfImportResult import_hf(const HfImportRequest& request) {
   config.refuse_unknown(harmless_fields(), result.architecture);
   result.warnings = t.warnings;
 
-  // The run directory: one writer, and never over an existing run.
+  // The run directory: never over an existing run, and left as it was found (absent or empty)
+  // when the import is refused half way, so that a corrected retry can use it.
   const fs::path out = request.out;
   if (fs::exists(out) && !(fs::is_directory(out) && fs::is_empty(out))) {
     fail("import hf: {} exists and is not an empty directory; import into a new directory",
          out.string());
   }
+  const bool existed = fs::exists(out);
   fs::create_directories(out);
+  try {
+    write_run(request, t, result, out);
+  } catch (...) {
+    std::error_code ignored;
+    if (existed) {
+      for (const auto& entry : fs::directory_iterator(out, ignored)) fs::remove_all(entry, ignored);
+    } else {
+      fs::remove_all(out, ignored);
+    }
+    throw;
+  }
+  return result;
+}
+
+namespace {
+
+void write_run(const HfImportRequest& request, Translation& t, HfImportResult& result,
+               const fs::path& out) {
+  const fs::path source = request.source;
   const DirectoryLock lock(out, "wait for it to finish, or import into another --out");
 
-  recipes::Recipe recipe = recipes::load_recipe_text(
-      recipe_text_of(t, result.architecture, source),
-      fmt::format("the recipe imported from {}", source.string()), request.overrides);
+  const std::string recipe_name = fmt::format("the recipe imported from {}", source.string());
+  recipes::Recipe recipe = recipes::load_recipe_text(recipe_text_of(t, result.architecture, source),
+                                                     recipe_name, request.overrides);
+  TaskInputs inputs;
+  inputs.tokenizer = obtain_tokenizer(recipe, std::nullopt, inputs.data_options);
+  const int64_t tokens = inputs.tokenizer->vocab_size();
+  if (t.vocab_size < tokens) {
+    fail(
+        "import hf: config.json's vocab_size {} is less than tokenizer.json's {} tokens: every "
+        "token needs an embedding row",
+        t.vocab_size, tokens);
+  }
+  if (t.vocab_size > tokens) {  // rows padded past the tokenizer (Qwen2): model.vocab_size
+    t.model_text += fmt::format(" vocab_size: {}", t.vocab_size);
+    recipe = recipes::load_recipe_text(recipe_text_of(t, result.architecture, source), recipe_name,
+                                       request.overrides);
+  }
   const std::string recipe_text = recipes::format_recipe(
       recipe, fmt::format("Imported by `rota import hf` from {} ({}). The model section computes "
                           "what the source computes; data is what `rota eval` reads by default; "
                           "train is a placeholder: to train from these weights, write a recipe "
                           "with finetune {{ init_from: \"RUN\" }} (docs/pretrained.md).",
                           fs::absolute(source).lexically_normal().string(), result.architecture));
-
-  TaskInputs inputs;
   inputs.recipe = recipe;
-  inputs.tokenizer = obtain_tokenizer(recipe, std::nullopt, inputs.data_options);
-  if (inputs.tokenizer->vocab_size() != t.vocab_size) {
-    fail(
-        "import hf: config.json's vocab_size {} differs from tokenizer.json's {} tokens; Rota's "
-        "embedding has a row per token of its tokenizer",
-        t.vocab_size, inputs.tokenizer->vocab_size());
-  }
   inputs.inference = true;
   std::unique_ptr<Task> task = make_task(std::move(inputs));
   StateDict weights = task->model().state_dict();
@@ -697,11 +746,11 @@ HfImportResult import_hf(const HfImportRequest& request) {
   }
   const Plan& mapping = t.gpt2 ? gpt2 : plan;
   std::set<std::string> filled;
-  std::optional<Tensor> tied_head;  // a stored lm_head of a tied model, checked below
+  // A stored lm_head of a tied model must be the embedding: compared once both are known.
+  std::optional<std::pair<const io::SafetensorsFile*, const io::SafetensorsEntry*>> tied_head;
   for (const auto& file : files) {
     for (const io::SafetensorsEntry& entry : file->entries()) {
       const auto it = mapping.find(entry.name);
-      const bool head = entry.name == "lm_head.weight";
       if (it == mapping.end()) {
         if (is_ignored_buffer(entry.name)) {
           result.ignored.push_back(entry.name);
@@ -712,24 +761,38 @@ HfImportResult import_hf(const HfImportRequest& request) {
             "weights disagree, or this is another architecture)",
             file->path().string(), entry.name, result.architecture);
       }
-      const Tensor value = file->read_f32(entry);
-      ++result.tensors_read;
-      if (head && t.tied) {
-        tied_head = value;
+      if (entry.name == "lm_head.weight" && t.tied) {
+        tied_head.emplace(file.get(), &entry);
         continue;
       }
-      for (const Target& target : it->second) {
+      const std::vector<Target>& targets = it->second;
+      for (const Target& target : targets) {
         if (!weights.contains(target.rota)) {
           fail(
               "import hf: {} holds tensor '{}', but the model the config describes has no "
               "'{}' (a bias the config says is absent?)",
               file->path().string(), entry.name, target.rota);
         }
-        Tensor dst = weights.at(target.rota);
-        place(value, target, dst, entry.name);
+        check_shapes(entry.shape, target, weights.at(target.rota), entry.name);
         if (!filled.insert(target.rota).second) {
           fail("import hf: '{}' is written twice (duplicate tensors in the shards?)", target.rota);
         }
+      }
+      ++result.tensors_read;
+      const Target& first = targets.front();
+      if (targets.size() == 1 && !first.transpose && first.rows < 0) {
+        // As stored: straight into the model's memory (no copy of the tensor held).
+        Tensor dst = weights.at(first.rota);
+        file->read_f32(entry,
+                       std::span<float>(dst.data<float>(), static_cast<size_t>(dst.numel())));
+        result.parameters += dst.numel();
+        continue;
+      }
+      std::vector<float> value(static_cast<size_t>(shape_numel(entry.shape)));
+      file->read_f32(entry, value);
+      for (const Target& target : targets) {
+        Tensor dst = weights.at(target.rota);
+        place(value.data(), entry.shape, target, dst);
         result.parameters += dst.numel();
       }
     }
@@ -748,10 +811,16 @@ HfImportResult import_hf(const HfImportRequest& request) {
          wanted.empty() ? std::string("?") : wanted, name);
   }
   if (tied_head) {
+    const auto [file, entry] = *tied_head;
     const Tensor& embed = weights.at("encoder.embed.weight");
-    if (tied_head->shape() != embed.shape() ||
-        std::memcmp(tied_head->data<float>(), embed.data<float>(), sizeof(float) * embed.numel()) !=
-            0) {
+    bool same = entry->shape == embed.shape();
+    if (same) {
+      std::vector<float> head(static_cast<size_t>(embed.numel()));
+      file->read_f32(*entry, head);
+      ++result.tensors_read;
+      same = std::memcmp(head.data(), embed.data<float>(), sizeof(float) * head.size()) == 0;
+    }
+    if (!same) {
       fail(
           "import hf: lm_head.weight differs from the token embedding although "
           "tie_word_embeddings is true; set tie_word_embeddings: false in config.json if the "
@@ -770,8 +839,9 @@ HfImportResult import_hf(const HfImportRequest& request) {
   result.checkpoint = io::save_checkpoint(out, checkpoint, save);
   write_file_atomically(out / io::kRecipeFile, recipe_text);
   task->tokenizer().save(out / "tokenizer");
-  return result;
 }
+
+}  // namespace
 
 int run_hf_import(const HfImportRequest& request) {
   const HfImportResult r = import_hf(request);

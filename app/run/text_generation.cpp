@@ -105,8 +105,12 @@ std::vector<GeneratedText> generate_texts(const models::CausalLm& model,
     if (on_text) on_text(static_cast<int64_t>(row), prompt_texts.back());
   }
   models::GenerationStats stats;
+  // A model with more output rows than the tokenizer has ids (model.vocab_size) never samples
+  // the ids the tokenizer cannot decode.
+  models::GenerationOptions sampling = options.sampling;
+  sampling.vocab_limit = tokenizer.vocab_size();
   const std::vector<std::vector<int64_t>> ids = models::generate_batch(
-      model, rows, options.sampling,
+      model, rows, sampling,
       [&](int64_t row, int64_t id) {
         if (id == eos) {
           out[row].stopped_by = "eos";

@@ -139,6 +139,7 @@ void print_sample(const recipes::Recipe& recipe, Task& task) {
   options.temperature = s.temperature();
   options.top_k = s.top_k();
   options.seed = recipe.train().seed();
+  options.vocab_limit = task.tokenizer().vocab_size();
   causal->model().eval();
   std::vector<int64_t> all = encode_prompt(task.tokenizer(), s.prompt());
   const std::vector<int64_t> generated = models::generate(causal->causal_lm(), all, options);

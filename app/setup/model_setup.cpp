@@ -6,6 +6,9 @@
 #include <string>
 #include <variant>
 
+#include <fmt/format.h>
+
+#include "recipes/recipe_error.h"
 #include "recipes/resolve.h"
 
 namespace rota::app {
@@ -349,6 +352,15 @@ models::ModelOptions model_options_from_recipe(const recipes::Recipe& recipe, in
       break;
   }
   o.vocab_size = vocab_size;
+  if (m.has_vocab_size()) {
+    if (m.vocab_size() < vocab_size) {
+      throw recipes::RecipeError(fmt::format(
+          "model.vocab_size {} is less than the tokenizer's {} ids: every id needs an embedding "
+          "row (leave model.vocab_size out to use the tokenizer's size)",
+          m.vocab_size(), vocab_size));
+    }
+    o.vocab_size = m.vocab_size();
+  }
   o.dim = m.width();
   o.layers = m.layers();
   o.heads = m.heads();

@@ -69,6 +69,12 @@ const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
 }
 
 Tensor SafetensorsFile::read_f32(const SafetensorsEntry& entry) const {
+  Tensor out = Tensor::empty(entry.shape, DType::kF32);
+  read_f32(entry, std::span<float>(out.data<float>(), static_cast<size_t>(out.numel())));
+  return out;
+}
+
+void SafetensorsFile::read_f32(const SafetensorsEntry& entry, std::span<float> out) const {
   const std::string file = path_.string();
   if (entry.dtype != "F32" && entry.dtype != "BF16" && entry.dtype != "F16" &&
       entry.dtype != "F64") {
@@ -77,9 +83,10 @@ Tensor SafetensorsFile::read_f32(const SafetensorsEntry& entry) const {
         "F64) was expected",
         file, entry.name, entry.dtype);
   }
-  Tensor out = Tensor::empty(entry.shape, DType::kF32);
   const uint64_t bytes = entry.end - entry.begin;
-  const int64_t count = out.numel();
+  const uint64_t count = bytes / entry.element_size;
+  ROTA_CHECK(out.size() == count, "safetensors {}: tensor '{}' has {} values, {} asked for", file,
+             entry.name, count, out.size());
   auto read_into = [&](void* destination) {
     stream_.clear();
     stream_.seekg(static_cast<std::streamoff>(data_offset_ + entry.begin));
@@ -90,32 +97,31 @@ Tensor SafetensorsFile::read_f32(const SafetensorsEntry& entry) const {
           file, entry.name, bytes, data_offset_ + entry.begin);
     }
   };
-  float* values = out.data<float>();
+  float* values = out.data();
   if (entry.dtype == "F32") {
     if (bytes > 0) read_into(values);
-    return out;
+    return;
   }
   std::vector<char> raw(bytes);
   if (bytes > 0) read_into(raw.data());
   if (entry.dtype == "F64") {
-    for (int64_t i = 0; i < count; ++i) {
+    for (uint64_t i = 0; i < count; ++i) {
       double v;
       std::memcpy(&v, raw.data() + 8 * i, 8);
       values[i] = static_cast<float>(v);
     }
-  } else {
-    for (int64_t i = 0; i < count; ++i) {
-      uint16_t bits;
-      std::memcpy(&bits, raw.data() + 2 * i, 2);
-      if (entry.dtype == "F16") {
-        values[i] = half_to_float(bits);
-      } else {  // BF16: the top half of a float
-        const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-        std::memcpy(&values[i], &wide, 4);
-      }
+    return;
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, raw.data() + 2 * i, 2);
+    if (entry.dtype == "F16") {
+      values[i] = half_to_float(bits);
+    } else {  // BF16: the top half of a float
+      const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+      std::memcpy(&values[i], &wide, 4);
     }
   }
-  return out;
 }
 
 }  // namespace rota::io

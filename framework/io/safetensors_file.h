@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ class SafetensorsFile {
   /// exactly, F64 rounded to nearest. Integer tensors are refused (rota::Error naming the file
   /// and the tensor), as is a file that is shorter than its header says.
   Tensor read_f32(const SafetensorsEntry& entry) const;
+  /// The same into `out` (entry's element count of floats): no tensor allocated, so a caller
+  /// can read a weight straight into the model's memory.
+  void read_f32(const SafetensorsEntry& entry, std::span<float> out) const;
 
  private:
   std::filesystem::path path_;

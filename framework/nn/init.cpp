@@ -20,9 +20,15 @@ void check_floating(const Tensor& tensor, const char* op) {
 }
 
 /// Draws numel values with `sample` (row-major order) and writes them into `tensor`, whatever
-/// its strides and dtype. Init is not a hot path, so one double buffer is fine.
+/// its strides and dtype: in place when it is contiguous (no buffer of the whole tensor: a
+/// large embedding is initialised in its own memory), else through one double buffer.
 Tensor fill_with(const Tensor& tensor, const char* op, const std::function<double()>& sample) {
   check_floating(tensor, op);
+  if (tensor.is_contiguous()) {
+    Tensor target = tensor;  // shares storage
+    fill_elements(target, sample);
+    return target;
+  }
   std::vector<double> values(static_cast<size_t>(tensor.numel()));
   for (auto& v : values) v = sample();
   Tensor target = tensor;  // shares storage

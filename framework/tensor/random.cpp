@@ -108,19 +108,19 @@ Tensor rand(const Shape& shape, Generator& gen, double low, double high, DType d
   // draws become the largest value of the dtype below high, keeping the range [low, high).
   const double high_in_dtype = round_to_dtype(high, dtype);
   const double ceiling = largest_below(high_in_dtype, dtype);
-  std::vector<double> values(shape_numel(shape));
-  for (auto& v : values) {
-    v = low + (high - low) * gen.next_double();
-    if (round_to_dtype(v, dtype) >= high_in_dtype) v = ceiling;
-  }
-  return tensor_from(values, shape, dtype);
+  Tensor out = Tensor::empty(shape, dtype);
+  fill_elements(out, [&] {
+    const double v = low + (high - low) * gen.next_double();
+    return round_to_dtype(v, dtype) >= high_in_dtype ? ceiling : v;
+  });
+  return out;
 }
 
 Tensor randn(const Shape& shape, Generator& gen, double mean, double stddev, DType dtype) {
   ROTA_CHECK(is_floating(dtype), "randn: dtype {} is not floating", dtype_name(dtype));
-  std::vector<double> values(shape_numel(shape));
-  for (auto& v : values) v = mean + stddev * gen.next_normal();
-  return tensor_from(values, shape, dtype);
+  Tensor out = Tensor::empty(shape, dtype);
+  fill_elements(out, [&] { return mean + stddev * gen.next_normal(); });
+  return out;
 }
 
 Tensor randint(const Shape& shape, Generator& gen, int64_t low, int64_t high, DType dtype) {

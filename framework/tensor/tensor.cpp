@@ -443,6 +443,17 @@ Tensor tensor_from(const std::vector<double>& values, const Shape& shape, DType 
   return out;
 }
 
+void fill_elements(Tensor& tensor, const std::function<double()>& next) {
+  ROTA_CHECK(tensor.defined() && tensor.is_contiguous(),
+             "fill_elements: needs a defined, contiguous tensor");
+  dispatch_all(tensor.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* p = tensor.data<T>();
+    const int64_t n = tensor.numel();
+    for (int64_t i = 0; i < n; ++i) p[i] = from_double<T>(next());
+  });
+}
+
 Tensor full(const Shape& shape, double value, DType dtype) {
   Tensor out = Tensor::empty(shape, dtype);
   out.fill(value);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -97,6 +98,11 @@ class Tensor {
   int64_t offset_ = 0;
   DType dtype_ = DType::kF32;
 };
+
+/// Writes next() into every element of a contiguous tensor in row-major order, each value
+/// converted as tensor_from converts it: the same bits as tensor_from(values drawn in that
+/// order), without a buffer of the whole tensor (initialising a large embedding).
+void fill_elements(Tensor& tensor, const std::function<double()>& next);
 
 /// Contiguous tensor from values (converted to dtype); numel(shape) must equal values.size().
 Tensor tensor_from(const std::vector<double>& values, const Shape& shape,

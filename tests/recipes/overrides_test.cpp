@@ -199,7 +199,7 @@ const BadOverride kBadOverrides[] = {
      "--set model.lyers=3: model: unknown field 'lyers' (did you mean 'layers'?); fields here: "
      "kind, width, layers, heads, ffn_width, ffn_activation, norm_kind, bias, norm_placement, "
      "final_norm, norm_eps, dropout, embedding_scale, tie_embeddings, init_scheme, init_std, "
-     "attention, position, classifier, hybrid"},
+     "attention, position, classifier, hybrid, kv_heads, biases, vocab_size"},
     {"unknown_top_level", "optim.lr=3",
      "--set optim.lr=3: unknown field 'optim' (did you mean 'optimizer'?); fields here: version, "
      "name, description, model, data, optimizer, schedule, train, finetune"},

@@ -8,7 +8,7 @@
 Needs only PyTorch and NumPy (the native `rota` module is used for tokenizers when present).
 """
 from .checkpoint import CheckpointError, load, resolve_checkpoint, save_checkpoint
-from .config import HybridConfig, PositionConfig, RotaConfig
+from .config import Biases, HybridConfig, PositionConfig, RopeScaling, RotaConfig
 from .linear_attention import (LinearAttention, bidirectional_linear_attention,
                                causal_linear_attention)
 from .models import (IGNORE_INDEX, CausalLm, Classifier, Encoder, MaskedLm, TransformerBlock,

@@ -211,6 +211,16 @@ def _position_lines(p, indent):
     }[p.kind]
     lines = [f"{i}position {{", f"{i}  {p.kind} {{"]
     lines += [f"{i}    {k}: {_fmt(v)}" for k, v in fields if v is not None]
+    if p.kind == "rope" and p.scaling is not None:
+        s = p.scaling
+        values = [("factor", float(s.factor))]
+        if s.kind == "llama3":
+            values += [("low_freq_factor", float(s.low_freq_factor)),
+                       ("high_freq_factor", float(s.high_freq_factor)),
+                       ("original_max_positions", s.original_max_positions)]
+        lines += [f"{i}    scaling {{", f"{i}      {s.kind} {{"]
+        lines += [f"{i}        {k}: {_fmt(v)}" for k, v in values]
+        lines += [f"{i}      }}", f"{i}    }}"]
     lines.append(f"{i}  }}")
     if p.add_sinusoidal:  # written only when set: it does not apply to none or absolute ones
         lines.append(f"{i}  add_sinusoidal: true")
@@ -234,6 +244,12 @@ def config_to_model_text(config):
         lines.append(f"  init_std: {_fmt(float(c.init_std))}")
     if c.kind != "classifier":  # a classifier has no vocabulary output to tie
         lines.append(f"  tie_embeddings: {_fmt(c.tie_embeddings)}")
+    if c.kv_heads is not None:
+        lines.append(f"  kv_heads: {c.kv_heads}")
+    parts = [(name, getattr(c.biases, name)) for name in ("qkv", "attention_out", "ffn", "norms")]
+    if any(value is not None for _, value in parts):
+        lines.append("  biases { " + " ".join(f"{name}: {_fmt(value)}" for name, value in parts
+                                              if value is not None) + " }")
     lines += _attention_lines(c, "  ")
     lines += _position_lines(c.position, "  ")
     if c.hybrid is not None:

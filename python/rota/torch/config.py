@@ -30,6 +30,43 @@ BOTH_FAMILIES = ("none", "sinusoidal", "learned_absolute", "rope")  # apply to e
 LRPE_P = ("identity", "householder", "householder_frozen", "odd_even")
 
 
+ROPE_SCALINGS = ("linear", "llama3")
+BIAS_PARTS = ("qkv", "attention_out", "ffn", "norms")
+
+
+@dataclass
+class RopeScaling:
+    """`model.position.rope.scaling`: a rescaling of RoPE's frozen θ (Hugging Face's rope_scaling
+    of the same names). kind "linear": θ_k / factor. kind "llama3": with λ_k = 2π/θ_k and
+    L = original_max_positions, θ_k / factor where λ_k > L/low_freq_factor, θ_k where
+    λ_k < L/high_freq_factor, and in between (1 − s)·θ_k/factor + s·θ_k with
+    s = (L/λ_k − low_freq_factor)/(high_freq_factor − low_freq_factor)."""
+    kind: str = "linear"
+    factor: float = 1.0                 # recipe default: 1 (linear), 8 (llama3)
+    low_freq_factor: float = 1.0        # llama3
+    high_freq_factor: float = 4.0       # llama3
+    original_max_positions: int = 8192  # llama3
+
+    def validate(self, need, at):
+        need(self.kind in ROPE_SCALINGS, f"{at}: {self.kind!r} is not one of {ROPE_SCALINGS}")
+        need(self.factor > 0, f"{at}.{self.kind}.factor must be > 0, got {self.factor}")
+        if self.kind == "llama3":
+            need(0 < self.low_freq_factor < self.high_freq_factor,
+                 f"{at}.llama3: low_freq_factor {self.low_freq_factor} must be > 0 and < "
+                 f"high_freq_factor {self.high_freq_factor}")
+            need(self.original_max_positions >= 1, f"{at}.llama3.original_max_positions must "
+                 f"be >= 1, got {self.original_max_positions}")
+
+
+@dataclass
+class Biases:
+    """`model.biases`: per-part biases of the blocks; None follows `model.bias`."""
+    qkv: Optional[bool] = None            # q/k/v_proj (and linear attention's gate_proj)
+    attention_out: Optional[bool] = None  # out_proj
+    ffn: Optional[bool] = None            # fc1/fc2 or gate_proj/up_proj/down_proj
+    norms: Optional[bool] = None          # β of the LayerNorms (block, final, linear attention's)
+
+
 @dataclass
 class PositionConfig:
     """`model.position`: the encoding's kind and its parameters (only the kind's own are used)."""
@@ -53,7 +90,7 @@ class PositionConfig:
     buckets: int = 32              # t5
     max_distance: int = 128        # t5
     bidirectional: Optional[bool] = None  # t5; None: bidirectional unless causal
-
+    scaling: Optional[RopeScaling] = None  # rope: a rescaling of θ; None: θ_k = base^(−2k/D)
 
     def resolved(self, causal, width):
         """A copy with the defaults that depend on the model filled in, as Rota's resolved
@@ -120,6 +157,8 @@ class RotaConfig:
     post_norm: bool = False          # norm_placement POST_NORM
     norm_kind: str = "layer_norm"    # layer_norm | rms_norm: the block norms and the final norm
     bias: bool = True                # False: no biases in the blocks' projections, no LayerNorm β
+    biases: Biases = field(default_factory=Biases)  # per part; None: that part follows bias
+    kv_heads: Optional[int] = None   # softmax attention's key/value heads (GQA); None: heads
     final_norm: bool = True
     norm_eps: float = 1e-5
     dropout: float = 0.1
@@ -155,6 +194,19 @@ class RotaConfig:
     @property
     def head_dim(self):
         return self.width // self.heads
+
+    @property
+    def key_value_heads(self):
+        """Softmax attention's key/value heads: kv_heads, or heads when unset."""
+        return self.heads if self.kv_heads is None else self.kv_heads
+
+    def has_bias(self, part):
+        """Whether `part` (qkv, attention_out, ffn or norms) has biases: model.biases' field
+        for it when set, else model.bias."""
+        if part not in BIAS_PARTS:
+            raise ValueError(f"unknown bias part {part!r}; one of {BIAS_PARTS}")
+        own = getattr(self.biases, part)
+        return self.bias if own is None else own
 
     @property
     def ffn_hidden(self):
@@ -222,6 +274,17 @@ class RotaConfig:
         need(self.norm_kind in NORM_KINDS, f"norm_kind: {self.norm_kind!r} is not one of "
              f"{NORM_KINDS}")
         need(isinstance(self.bias, bool), f"bias: {self.bias!r} is not a bool")
+        for part in BIAS_PARTS:
+            own = getattr(self.biases, part)
+            need(own is None or isinstance(own, bool), f"biases.{part}: {own!r} is not a bool")
+        if self.kv_heads is not None:
+            need(self.kv_heads >= 1 and self.heads % self.kv_heads == 0,
+                 f"kv_heads {self.kv_heads} must be >= 1 and divide heads {self.heads}")
+            softmax = self.attention == "softmax" or (self.hybrid is not None and
+                                                      self.hybrid.attention == "softmax")
+            need(self.kv_heads == self.heads or softmax,
+                 f"kv_heads {self.kv_heads}: grouped key/value heads are for softmax attention; "
+                 f"linear attention has as many key/value heads as heads ({self.heads})")
         self._validate_attention(need, "attention", "position")
         need(self.window == 0 or self.causal, "attention.softmax.window: causal_lm only")
         if self.hybrid is not None:
@@ -236,6 +299,10 @@ class RotaConfig:
         from block_config: `at` and `pos` name them in messages)."""
         need(self.attention in ("linear", "softmax"), f"{at}: {self.attention!r}")
         need(self.position.kind in POSITIONS, f"{pos}: {self.position.kind!r}")
+        if self.position.scaling is not None:
+            need(self.position.kind == "rope", f"{pos}.{self.position.kind}: a scaling applies "
+                 "to rope only")
+            self.position.scaling.validate(need, f"{pos}.rope.scaling")
         if self.attention == "linear":
             need(self.feature_map in FEATURE_MAPS, f"{at}.linear.feature_map: "
                  f"{self.feature_map!r}")
@@ -279,24 +346,31 @@ class RotaConfig:
     @staticmethod
     def from_dict(values):
         values = dict(values)
-        position = PositionConfig(**values.pop("position", {}))
+        position = _position_from_dict(values.pop("position", {}))
         hybrid = values.pop("hybrid", None)
         if hybrid is not None:
             hybrid = dict(hybrid)
             own = hybrid.pop("position", None)
-            hybrid = HybridConfig(position=None if own is None else PositionConfig(**own),
+            hybrid = HybridConfig(position=None if own is None else _position_from_dict(own),
                                   **hybrid)
+        biases = Biases(**(values.pop("biases", None) or {}))
         known = {f.name for f in fields(RotaConfig)}
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"config: unknown fields {unknown}")
-        return RotaConfig(position=position, hybrid=hybrid, **values)
+        return RotaConfig(position=position, hybrid=hybrid, biases=biases, **values)
 
     @staticmethod
     def from_recipe_text(text, vocab_size=0, num_classes=None, source="recipe"):
         """The `model` block of a recipe in protobuf text format (a run's recipe.txtpb)."""
         model = Message(parse_text_format(text, source), "model", source).message("model")
         return config_from_model_message(model, vocab_size, num_classes)
+
+
+def _position_from_dict(values):
+    values = dict(values)
+    scaling = values.pop("scaling", None)
+    return PositionConfig(scaling=None if scaling is None else RopeScaling(**scaling), **values)
 
 
 def _enum(value):
@@ -314,6 +388,10 @@ def config_from_model_message(m, vocab_size=0, num_classes=None):
     c.post_norm = m.scalar("norm_placement", "PRE_NORM") == "POST_NORM"
     c.norm_kind = _enum(m.scalar("norm_kind", "LAYER_NORM"))
     c.bias = m.boolean("bias", True)
+    if m.has("biases"):
+        b = m.message("biases")
+        c.biases = Biases(**{part: b.boolean(part, None) for part in BIAS_PARTS})
+    c.kv_heads = m.integer("kv_heads", None)
     c.final_norm = m.boolean("final_norm", True)
     c.norm_eps = m.number("norm_eps", 1e-5)
     c.dropout = m.number("dropout", 0.1)
@@ -387,6 +465,8 @@ def position_from_message(p):
     elif pc.kind == "rope":
         pc.pairing = _enum(e.scalar("pairing", "ADJACENT"))
         pc.base = e.number("base", 10000.0)
+        if e.has("scaling"):
+            pc.scaling = rope_scaling_from_message(e.message("scaling"))
     elif pc.kind == "lrpe":
         pc.type = e.integer("type", 2)
         pc.pairing = _enum(e.scalar("pairing", "ADJACENT"))
@@ -410,3 +490,17 @@ def position_from_message(p):
         pc.max_distance = e.integer("max_distance", 128)
         pc.bidirectional = e.boolean("bidirectional", None)
     return pc
+
+
+def rope_scaling_from_message(s):
+    """A `RopeScaling` message (exactly one of linear, llama3) with the proto's defaults."""
+    chosen = [k for k in ROPE_SCALINGS if s.has(k)]
+    if len(chosen) != 1:
+        raise ValueError(f"{s.path}: set exactly one of {ROPE_SCALINGS}, got {chosen or 'none'}")
+    e = s.message(chosen[0])
+    if chosen[0] == "linear":
+        return RopeScaling(kind="linear", factor=e.number("factor", 1.0))
+    return RopeScaling(kind="llama3", factor=e.number("factor", 8.0),
+                       low_freq_factor=e.number("low_freq_factor", 1.0),
+                       high_freq_factor=e.number("high_freq_factor", 4.0),
+                       original_max_positions=e.integer("original_max_positions", 8192))

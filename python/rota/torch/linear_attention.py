@@ -165,21 +165,25 @@ class LinearAttention(nn.Module):
         e, h = config.width, config.heads
         self.config, self.causal = config, causal
         self.heads, self.head_dim = h, e // h
-        self.q_proj = nn.Linear(e, e, bias=config.bias)
-        self.k_proj = nn.Linear(e, e, bias=config.bias)
-        self.v_proj = nn.Linear(e, e, bias=config.bias)
-        self.out_proj = nn.Linear(e, e, bias=config.bias)
+        if config.kv_heads is not None and config.kv_heads != h:
+            raise ValueError(f"LinearAttention: kv_heads {config.kv_heads} differs from heads {h}; "
+                             "grouped key/value heads are for softmax attention")
+        qkv_bias, norm_bias = config.has_bias("qkv"), config.has_bias("norms")
+        self.q_proj = nn.Linear(e, e, bias=qkv_bias)
+        self.k_proj = nn.Linear(e, e, bias=qkv_bias)
+        self.v_proj = nn.Linear(e, e, bias=qkv_bias)
+        self.out_proj = nn.Linear(e, e, bias=config.has_bias("attention_out"))
         if config.normalization == "layer_norm":
-            self.norm = LayerNorm(e, config.norm_eps, config.bias)
+            self.norm = LayerNorm(e, config.norm_eps, norm_bias)
         elif config.normalization == "rms_norm":
             self.norm = RMSNorm(e, eps=config.norm_eps)
         elif config.normalization == "group_norm":
             self.norm = nn.GroupNorm(h, e, eps=config.norm_eps)
-            if not config.bias:  # Rota's GroupNorm has no shift then (as its LayerNorms)
+            if not norm_bias:  # Rota's GroupNorm has no shift then (as its LayerNorms)
                 self.norm.register_parameter("bias", None)
         else:
             self.norm = None
-        self.gate_proj = (nn.Linear(e, e, bias=config.bias) if config.output_gate != "no_gate"
+        self.gate_proj = (nn.Linear(e, e, bias=qkv_bias) if config.output_gate != "no_gate"
                           else None)
         if config.decay is not None and not causal:
             raise ValueError("LinearAttention: a decay is defined for causal attention only")
@@ -196,7 +200,7 @@ class LinearAttention(nn.Module):
         if position.kind == "permute_former":
             self.permute_former = PermuteFormer(h, self.head_dim)
         elif position.kind == "rope":
-            self.lrpe = rope(self.head_dim, position.pairing, position.base)
+            self.lrpe = rope(self.head_dim, position.pairing, position.base, position.scaling)
         elif position.kind == "lrpe":
             self.lrpe = Lrpe(self.head_dim, position.type, position.pairing, position.p,
                              position.learn_theta, position.theta_base)

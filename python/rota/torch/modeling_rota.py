@@ -9,7 +9,11 @@ rota.torch's own (built from config.json's `rota_recipe`); these classes only ad
 convention (input_ids, attention_mask, labels → an output with .loss and .logits) and, for
 causal LMs, `generate()` (GenerationMixin; every step recomputes the full forward pass, with no
 cache). Without transformers, use `rota.torch.from_pretrained(OUT)` instead.
-tests/peers/test_hf_roundtrip.py checks them with transformers 5.25 (tools/peers/).
+Everything the recipe's model block says is rota.torch's, so an imported Hugging Face model
+(`rota import hf`: grouped-query attention `kv_heads`, per-part `biases`, RoPE's θ `scaling`)
+exported again computes here what it computed in transformers.
+tests/peers/test_hf_roundtrip.py checks them with transformers 5.25 (tools/peers/), and
+tests/peers/test_hf_import.py an imported Llama with grouped-query attention and the llama3 θ.
 """
 import torch
 

@@ -5,7 +5,8 @@
            blocks → final_norm (pre-norm models)
   block, pre-norm:  h = x + drop(attn(ln1(x)));  y = h + drop(ffn(ln2(h)))
   block, post-norm: h = ln1(x + drop(attn(x)));  y = ln2(h + drop(ffn(h)))
-  norms: LayerNorm or RMSNorm (norm_kind); bias=False drops every block bias and LayerNorm β;
+  norms: LayerNorm or RMSNorm (norm_kind); bias=False drops every block bias and LayerNorm β,
+         biases.{qkv, attention_out, ffn, norms} set them per part (config.has_bias);
   ffn: fc2(act(fc1)) or, gated (swiglu, geglu), down_proj(act(gate_proj) ⊙ up_proj)
   CausalLm:   logits = h Eᵀ (tied) or lm_head(h)
   MaskedLm:   logits = mlm_norm(h) Eᵀ + mlm_bias
@@ -30,15 +31,15 @@ class TransformerBlock(nn.Module):
         super().__init__()
         e = config.width
         self.post_norm = config.post_norm
-        self.ln1 = make_norm(config.norm_kind, e, config.norm_eps, config.bias)
+        self.ln1 = make_norm(config.norm_kind, e, config.norm_eps, config.has_bias("norms"))
         if config.attention == "linear":
             self.attn = LinearAttention(config, causal, layer)
         else:
             from .softmax_attention import SoftmaxAttention
             self.attn = SoftmaxAttention(config, causal, shared_t5, owns_shared)
-        self.ln2 = make_norm(config.norm_kind, e, config.norm_eps, config.bias)
+        self.ln2 = make_norm(config.norm_kind, e, config.norm_eps, config.has_bias("norms"))
         self.ffn = FeedForward(e, config.ffn_hidden, config.activation, config.dropout,
-                               config.bias)
+                               config.has_bias("ffn"))
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x, key_mask=None):  # [B, N, E] → [B, N, E]
@@ -80,7 +81,8 @@ class Encoder(nn.Module):
             TransformerBlock(config.block_config(i), causal, shared_t5, owns_shared=i == 0,
                              layer=i)
             for i in range(config.layers))
-        self.final_norm = (make_norm(config.norm_kind, e, config.norm_eps, config.bias)
+        self.final_norm = (make_norm(config.norm_kind, e, config.norm_eps,
+                                     config.has_bias("norms"))
                            if config.final_norm and not config.post_norm else None)
 
     def embed_tokens(self, ids, offset=0):  # [B, N] → [B, N, E]

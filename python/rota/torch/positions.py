@@ -115,10 +115,39 @@ class Lrpe(nn.Module):
         return rotated
 
 
-def rope(head_dim, pairing="adjacent", base=10000.0):
-    """RoPE as an Lrpe: Type 2, identity P, frozen θ_k = base^(−2k/D)."""
-    return Lrpe(head_dim, type=2, pairing=pairing, p="identity", learn_theta=False,
+def scale_rope_theta(theta, scaling):
+    """θ [D/2] (float64) rescaled by a RopeScaling (config.py), in float64; None: unchanged.
+    linear: θ_k / factor. llama3: λ_k = 2π/θ_k, L = original_max_positions; θ_k / factor where
+    λ_k > L/low_freq_factor, θ_k where λ_k < L/high_freq_factor, and in between
+    (1 − s)·θ_k/factor + s·θ_k with s = (L/λ_k − low_freq_factor)/(high − low_freq_factor)."""
+    if scaling is None:
+        return theta
+    theta = theta.to(torch.float64)
+    if scaling.kind == "linear":
+        return theta / scaling.factor
+    if scaling.kind != "llama3":
+        raise ValueError(f"unknown RoPE scaling {scaling.kind!r}")
+    low, high = scaling.low_freq_factor, scaling.high_freq_factor
+    context = float(scaling.original_max_positions)
+    wavelength = 2.0 * math.pi / theta
+    smooth = (context / wavelength - low) / (high - low)
+    between = (1.0 - smooth) * theta / scaling.factor + smooth * theta
+    scaled = torch.where(wavelength > context / low, theta / scaling.factor, between)
+    return torch.where(wavelength < context / high, theta, scaled)
+
+
+def rope(head_dim, pairing="adjacent", base=10000.0, scaling=None):
+    """RoPE as an Lrpe: Type 2, identity P, frozen θ_k = base^(−2k/D), rescaled by `scaling`
+    (a RopeScaling, or None)."""
+    lrpe = Lrpe(head_dim, type=2, pairing=pairing, p="identity", learn_theta=False,
                 theta_base=base)
+    if scaling is not None:
+        m = head_dim // 2
+        unscaled = torch.tensor([base ** (-2.0 * j / (head_dim - head_dim % 2))
+                                 for j in range(m)], dtype=torch.float64)
+        with torch.no_grad():
+            lrpe.theta.copy_(scale_rope_theta(unscaled, scaling).to(lrpe.theta.dtype))
+    return lrpe
 
 
 class PermuteFormer(nn.Module):

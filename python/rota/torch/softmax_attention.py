@@ -11,8 +11,11 @@ One logit formula for every encoding (docs/softmax-attention.md):
 query i at key position off + i (off = 0 for self-attention). A query that sees no key at all
 gets o_i = 0 (the fused C++ kernel's rule), never NaN.
 
-Children / parameters, as in C++: `q_proj`, `k_proj`, `v_proj`, `out_proj` (Linear with bias);
-then, depending on the encoding, `rope.theta` [D/2] (frozen), or `position` holding
+Children / parameters, as in C++: `q_proj` [H*D, E], `k_proj` and `v_proj` [H_kv*D, E] (grouped-
+query attention: H_kv = config.kv_heads key/value heads, query head h reading key/value head
+h // (H/H_kv), the order of Llama's repeat_kv), `out_proj` (Linear; biases as config.has_bias
+says for "qkv" and "attention_out"); then, depending on the encoding, `rope.theta` [D/2] (frozen,
+config.position.scaling applied), or `position` holding
   t5:             `weight` [N_b, H]
   shaw:           `key_table` [K_l + K_r + 1, D] (+ `value_table`, same shape)
   transformer_xl: `pos_bias_u` [H, D], `pos_bias_v` [H, D], `linear_pos.weight` [H*D, d_pe]
@@ -28,6 +31,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import RotaConfig
+from .positions import scale_rope_theta
 
 __all__ = ["SoftmaxAttention", "make_shared_t5", "T5RelativeBias", "Alibi", "Rope",
            "ShawRelativeEncoding", "RelativeXlEncoding", "SkewRelativeEncoding",
@@ -153,11 +157,13 @@ def _check_qkv(name: str, q: Tensor, k: Tensor, v: Tensor, head_dim: int, heads:
 # ---- RoPE --------------------------------------------------------------------------------
 
 class Rope(nn.Module):
-    """RoPE = LRPE Type 2, identity P, frozen theta_k = base^(-2k/D) (C++ Lrpe with rope_options).
+    """RoPE = LRPE Type 2, identity P, frozen theta_k = base^(-2k/D) (C++ Lrpe with rope_options),
+    rescaled by `scaling` (config.RopeScaling: linear or llama3; positions.scale_rope_theta).
     Parameter `theta` [D/2] (frozen). Pairs (2k, 2k+1) (adjacent) or (k, k + D/2) (half) turn by
     pos*theta_k: (a cos - b sin, a sin + b cos); angles in float64, cos/sin rounded to x's dtype."""
 
-    def __init__(self, head_dim: int, pairing: str = "adjacent", base: float = 10000.0):
+    def __init__(self, head_dim: int, pairing: str = "adjacent", base: float = 10000.0,
+                 scaling=None):
         super().__init__()
         if head_dim < 2 or head_dim % 2:
             raise ValueError(f"RoPE needs an even head dim, got {head_dim}")
@@ -166,6 +172,7 @@ class Rope(nn.Module):
         self.head_dim, self.pairing = head_dim, pairing
         k = torch.arange(head_dim // 2, dtype=torch.float64)
         theta = torch.pow(torch.tensor(base, dtype=torch.float64), -2.0 * k / head_dim)
+        theta = scale_rope_theta(theta, scaling)
         self.theta = nn.Parameter(theta.to(torch.get_default_dtype()), requires_grad=False)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
@@ -448,6 +455,9 @@ class SoftmaxAttention(nn.Module):
         if shared_t5 is not None and pc.kind != "t5":
             raise ValueError(f"shared_t5 given but the encoding is {pc.kind!r}")
         self.dim, self.heads, self.head_dim = e, h, e // h
+        self.kv_heads = config.key_value_heads
+        if self.kv_heads < 1 or h % self.kv_heads:
+            raise ValueError(f"model.kv_heads {self.kv_heads} must be >= 1 and divide heads {h}")
         self.causal = causal
         self.scale = (config.softmax_scale if config.softmax_scale is not None
                       else 1.0 / math.sqrt(self.head_dim))
@@ -465,13 +475,15 @@ class SoftmaxAttention(nn.Module):
             relative = RelativeXlEncoding(h, d, pc.pe_width, pc.base, pc.layout)
         elif pc.kind == "skew":
             relative = SkewRelativeEncoding(d, pc.max_len, h, pc.per_head)
-        self.q_proj = self._linear(e, e, config.init_std, config.bias)
-        self.k_proj = self._linear(e, e, config.init_std, config.bias)
-        self.v_proj = self._linear(e, e, config.init_std, config.bias)
-        self.out_proj = self._linear(e, e, config.init_std, config.bias)
+        qkv_bias = config.has_bias("qkv")
+        kv = self.kv_heads * d
+        self.q_proj = self._linear(e, e, config.init_std, qkv_bias)
+        self.k_proj = self._linear(e, kv, config.init_std, qkv_bias)
+        self.v_proj = self._linear(e, kv, config.init_std, qkv_bias)
+        self.out_proj = self._linear(e, e, config.init_std, config.has_bias("attention_out"))
         self._borrowed = None  # a shared T5 table owned (registered) by another layer
         if pc.kind == "rope":
-            self.rope = Rope(d, pc.pairing, pc.base)
+            self.rope = Rope(d, pc.pairing, pc.base, pc.scaling)
         elif pc.kind == "alibi":
             relative = Alibi(h)
         elif pc.kind == "t5":
@@ -504,9 +516,18 @@ class SoftmaxAttention(nn.Module):
             return self._borrowed[0]
         return self._modules.get("position")
 
+    def _repeat_kv(self, t: Tensor) -> Tensor:
+        """[B, H_kv, N, D] -> [B, H, N, D]: key/value head j serves query heads j*G ... j*G + G - 1
+        (G = H / H_kv)."""
+        group = self.heads // self.kv_heads
+        return t if group == 1 else t.repeat_interleave(group, dim=1)
+
     def attend(self, q: Tensor, k: Tensor, v: Tensor, key_padding_mask: Optional[Tensor] = None,
                visibility_mask: Optional[Tensor] = None, query_offset: int = 0) -> Tensor:
-        """The per-head part: q [B, H, Nq, D], k [B, H, Nk, D], v [B, H, Nk, D] -> [B, H, Nq, D]."""
+        """The per-head part: q [B, H, Nq, D], k [B, H_kv, Nk, D], v [B, H_kv, Nk, D] (H_kv = H, or
+        kv_heads) -> [B, H, Nq, D]."""
+        if k.dim() == 4 and k.shape[1] == self.kv_heads:
+            k, v = self._repeat_kv(k), self._repeat_kv(v)
         rope = self._modules.get("rope")
         if rope is not None:  # queries at off + i, keys at j
             q, k = rope(q, query_offset), rope(k, 0)
@@ -520,15 +541,15 @@ class SoftmaxAttention(nn.Module):
 
     def step(self, x: Tensor, cache: dict) -> Tensor:
         """One token of causal self-attention, x [B, E] -> [B, E] at position len(cache): its
-        key and value (unrotated) are appended to cache["k"], cache["v"] [B, H, n, D] (the C++
+        key and value (unrotated) are appended to cache["k"], cache["v"] [B, H_kv, n, D] (the C++
         SoftmaxAttention::step; with a window only the last W are kept)."""
         if not self.causal:
             raise ValueError("SoftmaxAttention: step() needs a causal layer")
         b, e = x.shape
-        h, d = self.heads, self.head_dim
+        h, hkv, d = self.heads, self.kv_heads, self.head_dim
         q = self.q_proj(x).view(b, h, 1, d)
-        k = self.k_proj(x).view(b, h, 1, d)
-        v = self.v_proj(x).view(b, h, 1, d)
+        k = self.k_proj(x).view(b, hkv, 1, d)
+        v = self.v_proj(x).view(b, hkv, 1, d)
         if cache.get("k") is not None:
             k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
         if self.window > 0 and k.shape[2] > self.window:
@@ -554,9 +575,9 @@ class SoftmaxAttention(nn.Module):
                 raise ValueError("SoftmaxAttention: the streaming chunk mask is for self-attention")
             visibility = chunk_visibility_mask(n_q, self.stream_chunk, self.stream_left_memory,
                                                x.device)
-        h, d = self.heads, self.head_dim
+        h, hkv, d = self.heads, self.kv_heads, self.head_dim
         q = self.q_proj(x).view(b, n_q, h, d).transpose(1, 2)  # [B, H, Nq, D]
-        k = self.k_proj(kv).view(b, n_k, h, d).transpose(1, 2)  # [B, H, Nk, D]
-        v = self.v_proj(kv).view(b, n_k, h, d).transpose(1, 2)  # [B, H, Nk, D]
+        k = self.k_proj(kv).view(b, n_k, hkv, d).transpose(1, 2)  # [B, H_kv, Nk, D]
+        v = self.v_proj(kv).view(b, n_k, hkv, d).transpose(1, 2)  # [B, H_kv, Nk, D]
         o = self.attend(q, k, v, key_padding_mask, visibility, query_offset)  # [B, H, Nq, D]
         return self.out_proj(o.transpose(1, 2).reshape(b, n_q, e))
