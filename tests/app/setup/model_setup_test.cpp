@@ -198,6 +198,20 @@ TEST(RecipeFields, GroupedQueryAttentionPerPartBiasesAndRopeScalingReachTheModel
   }
 }
 
+TEST(RecipeFields, KvHeadsApplyToAHybridsSoftmaxBlocksOnly) {
+  // Linear blocks keep a key/value head per query head; the softmax block shares them.
+  const ModelOptions o =
+      options_with({"model.heads=4", "model.layers=2", "model.kv_heads=2",
+                    "model.hybrid={every: 2 attention {softmax {}} position {rope {}}}"});
+  Generator init(5);
+  CausalLm model(o, init, nullptr);
+  std::map<std::string, Shape> shapes;
+  for (const auto& [name, p] : model.named_parameters()) shapes[name] = p.data().shape();
+  EXPECT_EQ(shapes.at("encoder.blocks.0.attn.k_proj.weight"), (Shape{o.dim, o.dim}));  // linear
+  EXPECT_EQ(shapes.at("encoder.blocks.1.attn.k_proj.weight"), (Shape{o.dim / 2, o.dim}));
+  EXPECT_EQ(models::parameter_count(o), static_cast<double>(model.num_parameters()));
+}
+
 TEST(RecipeFields, GatedFfnDefaultsToTheParameterMatchedWidth) {
   constexpr char kNoFfnWidth[] = R"(version: 1
 model { kind: CAUSAL_LM width: 48 layers: 1 heads: 2 dropout: 0
