@@ -80,6 +80,15 @@ Variable FeedForward::forward(const Variable& x) const {
   ROTA_CHECK(x.dim() >= 1 && x.size(-1) == options_.dim,
              "FeedForward: input {} does not end in dim = {}", shape_str(x.shape()), options_.dim);
   const backend::UnaryOp act = activation_op(options_.activation);
+  if (fc1_->has_lora() || fc2_->has_lora() || (up_ && up_->has_lora())) {
+    // Low-rank adapters: each layer's own forward (its adapter's term included), composed.
+    if (up_) {
+      const Variable gu = concat({fc1_->forward(x), up_->forward(x)}, -1);  // [..., 2H]
+      return fc2_->forward(dropout_->forward(gated_activation(gu, act)));
+    }
+    const Variable hidden = apply_activation(options_.activation, fc1_->forward(x));  // [..., H]
+    return fc2_->forward(dropout_->forward(hidden));
+  }
   if (up_) {
     if (!dropout_->active()) {
       // Both products and the gated activation as one op (same values as the steps below).

@@ -1,7 +1,7 @@
 // Full training steps of the tiny CausalLm and MaskedLm against the PyTorch reference
 // (tests/reference/train_step_reference.py): loss, every gradient, and the parameters after three
 // clipped AdamW steps over decay_param_groups, in f64; also a causal LM with the LLaMA-style
-// block (RMSNorm, SwiGLU, no biases).
+// block (RMSNorm, SwiGLU, no biases), and both blocks fine-tuned with low-rank adapters.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "framework/nn/lora.h"
 #include "framework/optim/adam.h"
 #include "framework/optim/schedule.h"
 #include "framework/train/train_step.h"
@@ -125,7 +126,9 @@ models::ModelOptions options_from(const nlohmann::json& cfg) {
 }
 
 /// Builds the model of the case and loads the reference's initial parameters (strict: every
-/// entry of the model's state must be in the file and every "param." entry must be used).
+/// entry of the model's state must be in the file and every "param." entry must be used). A
+/// LoRA case gets its adapters on the layers it names, and everything but the adapters and the
+/// LRPE parameters frozen (finetune.lora with train: "positional").
 TinyModel build(const GoldenCase& c) {
   const models::ModelOptions o = options_from(c.config());
   Generator init_gen(0);  // overwritten by the load below
@@ -139,11 +142,31 @@ TinyModel build(const GoldenCase& c) {
     m.module = lm;
     m.loss = [lm](const Batch& b) { return lm->loss(b.ids, b.targets, b.key_mask); };
   }
+  const auto& cfg = c.config();
+  const bool lora = cfg.contains("lora_targets");
+  if (lora) {
+    nn::LoraOptions options;
+    options.rank = cfg.at("lora_rank").get<int64_t>();
+    options.alpha = cfg.at("lora_alpha").get<double>();
+    nn::add_lora_adapters(*m.module, cfg.at("lora_targets").get<std::vector<std::string>>(),
+                          options, init_gen, nullptr);
+  }
   StateDict state;
   for (const std::string& name : c.names()) {
     if (name.rfind("param.", 0) == 0) state.insert(name.substr(6), c.tensor(name, o.dtype));
   }
   m.module->load_state_dict(state, /*strict=*/true);
+  if (lora) {
+    std::set<std::string> positional;
+    for (const auto& [name, role] : nn::parameter_roles(*m.module)) {
+      if (role == nn::ParameterRole::kPositional) positional.insert(name);
+    }
+    for (auto& [name, p] : m.module->named_parameters()) {
+      const bool trains =
+          name.ends_with(".lora_a") || name.ends_with(".lora_b") || positional.count(name) != 0;
+      if (!trains) Variable(p).set_requires_grad(false);
+    }
+  }
   return m;
 }
 
@@ -156,9 +179,11 @@ std::set<std::string> golden_names(const GoldenCase& c, const std::string& prefi
   return out;
 }
 
-std::set<std::string> parameter_names(const nn::Module& module) {
+std::set<std::string> parameter_names(const nn::Module& module, bool trainable_only) {
   std::set<std::string> out;
-  for (const auto& [name, p] : module.named_parameters()) out.insert(name);
+  for (const auto& [name, p] : module.named_parameters()) {
+    if (p.requires_grad() || !trainable_only) out.insert(name);
+  }
   return out;
 }
 
@@ -169,7 +194,7 @@ TEST_P(TrainStepGolden, LossAndEveryGradientMatch) {
   TinyModel m = build(c);
   // Same parameter set on both sides: every trained parameter has a golden gradient and every
   // golden gradient belongs to a parameter.
-  ASSERT_EQ(parameter_names(*m.module), golden_names(c, "grad."));
+  ASSERT_EQ(parameter_names(*m.module, /*trainable_only=*/true), golden_names(c, "grad."));
 
   const Variable loss = m.loss(load_batch(c, 0));
   loss.backward();
@@ -177,6 +202,10 @@ TEST_P(TrainStepGolden, LossAndEveryGradientMatch) {
   EXPECT_TRUE(scalar_close(loss.item(), c.tensor("step0.loss").item())) << "loss";
   loss_error.add(loss.item(), c.tensor("step0.loss").item());
   for (const auto& [name, p] : m.module->named_parameters()) {
+    if (!p.requires_grad()) {
+      EXPECT_FALSE(p.grad().defined()) << name << " is frozen but got a gradient";
+      continue;
+    }
     ASSERT_TRUE(p.grad().defined()) << name << " got no gradient";
     const Tensor expected = c.tensor("grad." + name);
     EXPECT_TRUE(allclose(p.grad(), expected, kRtol, kAtol)) << "grad." << name;
@@ -184,14 +213,14 @@ TEST_P(TrainStepGolden, LossAndEveryGradientMatch) {
   }
   loss_error.print(GetParam() + " loss");
   grad_error.print(GetParam() + " gradients (" +
-                   std::to_string(m.module->named_parameters().size()) + " tensors)");
+                   std::to_string(parameter_names(*m.module, true).size()) + " tensors)");
 }
 
 TEST_P(TrainStepGolden, ThreeClippedAdamWStepsMatch) {
   const GoldenCase c = GoldenCase::load("train_step/" + GetParam() + ".json");
   const auto& cfg = c.config();
   TinyModel m = build(c);
-  ASSERT_EQ(parameter_names(*m.module), golden_names(c, "final."));
+  ASSERT_EQ(parameter_names(*m.module, /*trainable_only=*/false), golden_names(c, "final."));
 
   const double lr = cfg.at("lr").get<double>();
   optim::AdamOptions adam;
@@ -234,6 +263,9 @@ TEST_P(TrainStepGolden, ThreeClippedAdamWStepsMatch) {
   for (const auto& [name, p] : m.module->named_parameters()) {
     const Tensor expected = c.tensor("final." + name);
     EXPECT_TRUE(allclose(p.data(), expected, kRtol, kAtol)) << "final." << name;
+    if (!p.requires_grad()) {  // frozen: not a bit moved
+      EXPECT_TRUE(allclose(p.data(), c.tensor("param." + name, DType::kF64), 0.0, 0.0)) << name;
+    }
     param_error.add(p.data(), expected);
   }
   scalar_error.print(GetParam() + " step losses and grad norms");
@@ -241,10 +273,15 @@ TEST_P(TrainStepGolden, ThreeClippedAdamWStepsMatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, TrainStepGolden,
-                         ::testing::Values("causal_lm", "masked_lm", "causal_lm_llama"),
+                         ::testing::Values("causal_lm", "masked_lm", "causal_lm_llama",
+                                           "causal_lm_lora", "causal_lm_llama_lora"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            if (info.param == "causal_lm") return std::string("CausalLm");
                            if (info.param == "masked_lm") return std::string("MaskedLm");
+                           if (info.param == "causal_lm_lora") return std::string("CausalLmLora");
+                           if (info.param == "causal_lm_llama_lora") {
+                             return std::string("CausalLmLlamaBlockLora");
+                           }
                            return std::string("CausalLmLlamaBlock");
                          });
 

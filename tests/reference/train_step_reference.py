@@ -22,6 +22,13 @@ as framework/optim/clip.h documents), then torch.optim.AdamW with weight decay o
 rank >= 2 (projection matrices, FFN matrices, the embedding) and none on rank < 2 tensors
 (biases, norm gains/offsets, LRPE theta and householder_v, mlm_bias).
 
+Two more cases fine-tune with low-rank adapters (LoRA, framework/nn/linear.h): causal_lm_lora
+(the default block) and causal_lm_llama_lora (the LLaMA-style block). Each selected projection
+computes  x W^T + b + (alpha / rank) * (x A^T) B^T  with A [rank, in] and B [out, rank] (both
+drawn non-zero here, so every path carries gradient); the base weights are frozen, and only the
+adapters and the LRPE parameters (finetune.lora.train "positional") train. Frozen parameters
+have no gradient entry and end where they started.
+
 Each case stores the initial parameters (Rota's dotted names), the three batches, the loss and
 pre-clip gradient norm of each step, every gradient of the first step (before clipping) and the
 parameters after three steps, in float64.
@@ -47,6 +54,7 @@ BATCH, LENGTH = 3, 12
 STEPS = 3
 LR, BETAS, EPS, WEIGHT_DECAY = 1e-2, (0.9, 0.99), 1e-8, 0.1
 LN_EPS = 1e-5
+LORA_RANK, LORA_ALPHA = 2, 3.0  # scale alpha / rank = 1.5
 MASK_ID = VOCAB - 1  # the masked LM's [MASK] token
 PAD_ID = 0
 
@@ -99,6 +107,15 @@ def make_params(kind, g, llama=False):
     return p
 
 
+def add_adapters(p, targets, g):
+    """lora_a [rank, in] and lora_b [out, rank] beside every selected ".weight" [out, in]."""
+    for name in [k[: -len(".weight")] for k in list(p) if k.endswith(".weight")]:
+        if name.split(".")[-1] in targets:
+            out_features, in_features = p[name + ".weight"].shape
+            p[name + ".lora_a"] = 0.3 * torch.randn(LORA_RANK, in_features, generator=g)
+            p[name + ".lora_b"] = 0.3 * torch.randn(out_features, LORA_RANK, generator=g)
+
+
 # ---- model ----
 
 def layer_norm(x, params, name):
@@ -117,7 +134,12 @@ def block_norm(x, params, name):
 
 def linear(x, params, name):
     y = x @ params[name + ".weight"].T
-    return y + params[name + ".bias"] if name + ".bias" in params else y
+    if name + ".bias" in params:
+        y = y + params[name + ".bias"]
+    if name + ".lora_a" in params:
+        y = y + (LORA_ALPHA / LORA_RANK) * ((x @ params[name + ".lora_a"].T)
+                                            @ params[name + ".lora_b"].T)
+    return y
 
 
 def lrpe_type2_householder(x, theta, v):
@@ -227,16 +249,27 @@ def tensor_entry(t):
     return {"shape": list(t.shape), "data": [float(x) for x in t.flatten().tolist()]}
 
 
-def make_case(kind, seed, clip_norm, llama=False):
+def is_trained(name, lora_targets):
+    """Everything without adapters; with them, the adapters and the LRPE parameters only."""
+    if not lora_targets:
+        return True
+    return name.endswith((".lora_a", ".lora_b", ".lrpe.theta", ".lrpe.householder_v"))
+
+
+def make_case(kind, seed, clip_norm, llama=False, lora_targets=()):
     g = torch.Generator().manual_seed(seed)
     initial = make_params(kind, g, llama)
+    if lora_targets:
+        add_adapters(initial, lora_targets, g)
     batches = [(causal_batch if kind == "causal_lm" else masked_batch)(g) for _ in range(STEPS)]
 
-    leaves = {k: t.clone().requires_grad_(True) for k, t in initial.items()}
+    leaves = {k: t.clone().requires_grad_(is_trained(k, lora_targets))
+              for k, t in initial.items()}
+    trained = {k: t for k, t in leaves.items() if t.requires_grad}
     groups = [
-        {"params": [t for k, t in leaves.items() if is_decayed(k, t)],
+        {"params": [t for k, t in trained.items() if is_decayed(k, t)],
          "weight_decay": WEIGHT_DECAY},
-        {"params": [t for k, t in leaves.items() if not is_decayed(k, t)], "weight_decay": 0.0},
+        {"params": [t for k, t in trained.items() if not is_decayed(k, t)], "weight_decay": 0.0},
     ]
     opt = torch.optim.AdamW(groups, lr=LR, betas=BETAS, eps=EPS)
     losses, norms, first_grads = [], [], None
@@ -245,8 +278,8 @@ def make_case(kind, seed, clip_norm, llama=False):
         loss = loss_of(kind, leaves, batch)
         loss.backward()
         if first_grads is None:
-            first_grads = {k: t.grad.clone() for k, t in leaves.items()}
-        norm = clip_grad_norm(list(leaves.values()), clip_norm)
+            first_grads = {k: t.grad.clone() for k, t in trained.items()}
+        norm = clip_grad_norm(list(trained.values()), clip_norm)
         opt.step()
         losses.append(float(loss))
         norms.append(norm)
@@ -264,7 +297,8 @@ def make_case(kind, seed, clip_norm, llama=False):
         tensors[f"step{s}.grad_norm"] = torch.tensor([norms[s]])
     for k in initial:
         tensors["param." + k] = initial[k]
-        tensors["grad." + k] = first_grads[k]
+        if k in first_grads:
+            tensors["grad." + k] = first_grads[k]
         tensors["final." + k] = leaves[k].detach()
     config = {"kind": kind, "vocab_size": VOCAB, "dim": DIM, "layers": LAYERS, "heads": HEADS,
               "ffn_dim": FFN, "batch": BATCH, "length": LENGTH, "steps": STEPS, "lr": LR,
@@ -272,6 +306,9 @@ def make_case(kind, seed, clip_norm, llama=False):
               "clip_norm": clip_norm}
     if llama:
         config.update({"norm_kind": "rms_norm", "activation": "swiglu", "bias": False})
+    if lora_targets:
+        config.update({"lora_targets": list(lora_targets), "lora_rank": LORA_RANK,
+                       "lora_alpha": LORA_ALPHA, "lora_train": ["positional"]})
     print(kind, "losses", losses, "grad norms", norms, "clip", clip_norm)
     return {"config": config,
             "tensors": {k: tensor_entry(t) for k, t in tensors.items()}}
@@ -279,10 +316,15 @@ def make_case(kind, seed, clip_norm, llama=False):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    for name, kind, seed, clip_norm, llama in (("causal_lm", "causal_lm", 1, 2.3, False),
-                                               ("masked_lm", "masked_lm", 2, 3.3, False),
-                                               ("causal_lm_llama", "causal_lm", 4, 2.3, True)):
-        case = make_case(kind, seed, clip_norm, llama)
+    for name, kind, seed, clip_norm, llama, lora in (
+            ("causal_lm", "causal_lm", 1, 2.3, False, ()),
+            ("masked_lm", "masked_lm", 2, 3.3, False, ()),
+            ("causal_lm_llama", "causal_lm", 4, 2.3, True, ()),
+            ("causal_lm_lora", "causal_lm", 5, 1.25, False,
+             ("q_proj", "v_proj", "out_proj", "fc1", "fc2")),
+            ("causal_lm_llama_lora", "causal_lm", 6, 1.6, True,
+             ("k_proj", "gate_proj", "up_proj", "down_proj"))):
+        case = make_case(kind, seed, clip_norm, llama, lora)
         with open(os.path.join(OUT, name + ".json"), "w") as f:
             json.dump(case, f, separators=(",", ":"))
         print("wrote", name + ".json")
