@@ -31,6 +31,7 @@ bool is_optional_section(const FD& field) {
       "rota.recipes.Hybrid.position",
       "rota.recipes.Model.biases",
       "rota.recipes.Rope.scaling",
+      "rota.recipes.Finetune.lora",
   };
   return kSections.count(field.full_name()) > 0;
 }

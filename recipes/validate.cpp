@@ -860,21 +860,43 @@ void check_finetune(Checker& check, const Recipe& recipe) {
   if (finetune.init_from().empty()) {
     check.fail("finetune.init_from", "required: the checkpoint or run directory to start from");
   }
-  std::set<std::string> seen;
-  for (int i = 0; i < finetune.freeze_size(); ++i) {
-    const std::string& prefix = finetune.freeze(i);
-    const std::string path = "finetune.freeze[" + num(i) + "]";
-    bool clean = !prefix.empty();
-    for (char c : prefix) {
-      clean = clean && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
+  // A list of names (letters, digits, '_', '.'), each once.
+  const auto check_names = [&check](const pb::RepeatedPtrField<std::string>& names,
+                                    const std::string& field, const std::string& what) {
+    std::set<std::string> seen;
+    for (int i = 0; i < names.size(); ++i) {
+      const std::string& name = names.Get(i);
+      const std::string path = field + "[" + num(i) + "]";
+      bool clean = !name.empty();
+      for (char c : name) {
+        clean = clean && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
+      }
+      if (!clean) {
+        check.fail(path, "'" + name + "' is not " + what);
+      } else if (!seen.insert(name).second) {
+        check.fail(path, "'" + name + "' is listed twice");
+      }
     }
-    if (!clean) {
-      check.fail(path, "'" + prefix +
-                           "' is not a parameter-name prefix (letters, digits, '_', "
-                           "'.') nor a shorthand (embeddings, encoder)");
-    } else if (!seen.insert(prefix).second) {
-      check.fail(path, "'" + prefix + "' is listed twice");
+  };
+  check_names(finetune.freeze(), "finetune.freeze",
+              "a parameter-name prefix (letters, digits, '_', '.') nor a shorthand (embeddings, "
+              "encoder)");
+  if (finetune.has_lora()) {
+    const Lora& lora = finetune.lora();
+    // An adapter wider than the model is a full-rank one (and a way to ask for unbounded
+    // memory); each layer's own min(in, out) is checked when the adapters are added.
+    check.in_range("finetune.lora.rank", lora.rank(), 1,
+                   std::max<int64_t>(1, recipe.model().width()));
+    if (!(lora.alpha() > 0.0 && std::isfinite(lora.alpha()))) {
+      check.fail("finetune.lora.alpha",
+                 "must be a finite number > 0 (got " + num(lora.alpha()) + ")");
     }
+    check.below_one("finetune.lora.dropout", lora.dropout());
+    check_names(lora.targets(), "finetune.lora.targets",
+                "a layer name (letters, digits, '_', '.'), e.g. q_proj or ffn.fc1");
+    check_names(lora.train(), "finetune.lora.train",
+                "a parameter-name prefix (letters, digits, '_', '.') nor a shorthand (biases, "
+                "norms, embeddings, positional)");
   }
 }
 

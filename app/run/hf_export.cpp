@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/run/exit_codes.h"
+#include "app/setup/lora_setup.h"
 #include "data/source/label_map.h"
 #include "data/tokenizer/huggingface/hf_export.h"
 #include "data/tokenizer/tokenizer.h"
@@ -15,6 +16,8 @@
 #include "framework/base/file_io.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
+#include "framework/io/safetensors.h"
+#include "framework/nn/lora.h"
 #include "recipes/loader.h"
 
 namespace rota::app {
@@ -137,9 +140,24 @@ HfExportResult export_hf(const fs::path& run_or_checkpoint, const fs::path& out)
              "export hf: {} already exists and is not an empty directory (refusing to mix an "
              "export with other files)",
              out.string());
-  const io::Checkpoint checkpoint = io::load_checkpoint(result.checkpoint);
-  const recipes::Recipe recipe = recipes::load_recipe_text(
-      checkpoint.recipe_text, (result.checkpoint / "recipe.txtpb").string());
+  io::Checkpoint checkpoint = io::load_checkpoint(result.checkpoint);
+  recipes::Recipe recipe = recipes::load_recipe_text(checkpoint.recipe_text,
+                                                     (result.checkpoint / "recipe.txtpb").string());
+  // A run trained with low-rank adapters: the export is the merged model, W + (alpha/rank)·BA
+  // (its frozen weights come from the base checkpoint load_checkpoint followed), and its recipe
+  // no longer mentions adapters.
+  const bool merge = nn::has_lora_adapters(checkpoint.model);
+  if (merge) {
+    ROTA_CHECK(recipe.has_finetune() && recipe.finetune().has_lora(),
+               "export hf: {} holds low-rank adapters but its recipe has no finetune.lora to say "
+               "their scale",
+               result.checkpoint.string());
+    const std::vector<std::string> merged = nn::merge_lora_adapters(
+        checkpoint.model, lora_options_from_recipe(recipe.finetune().lora()).scale());
+    result.merged_adapters = static_cast<int64_t>(merged.size());
+    recipe.mutable_finetune()->clear_lora();
+    checkpoint.recipe_text = recipes::format_recipe(recipe);
+  }
 
   const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
   ROTA_CHECK(fs::is_directory(parent), "export hf: {} is not a directory", parent.string());
@@ -148,8 +166,12 @@ HfExportResult export_hf(const fs::path& run_or_checkpoint, const fs::path& out)
   fs::remove_all(temp);
   fs::create_directory(temp);
   try {
-    write_file_atomically(temp / "model.safetensors",
-                          read_file(result.checkpoint / "model.safetensors"));
+    if (merge || checkpoint.state.has_base_weights()) {
+      io::save_safetensors(temp / "model.safetensors", checkpoint.model);
+    } else {
+      write_file_atomically(temp / "model.safetensors",
+                            read_file(result.checkpoint / "model.safetensors"));
+    }
     write_file_atomically(temp / "config.json",
                           config_json(checkpoint, recipe, result.checkpoint).dump(2) + "\n");
     export_tokenizer(result.checkpoint, temp, result);
@@ -173,6 +195,10 @@ int run_hf_export(const std::string& run_or_checkpoint, const std::string& out) 
   try {
     const HfExportResult result = export_hf(run_or_checkpoint, out);
     std::cout << fmt::format("exported {} to {}\n", result.checkpoint.string(), out);
+    if (result.merged_adapters > 0) {
+      std::cout << fmt::format("low-rank adapters: merged into the weights of {} layers\n",
+                               result.merged_adapters);
+    }
     std::cout << (result.tokenizer_json
                       ? "tokenizer.json: written\n"
                       : fmt::format("tokenizer.json: not written: {}\n", result.note));

@@ -1,6 +1,7 @@
 // `rota export hf`: a run's checkpoint as a Hugging Face-style directory that rota.torch loads.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <span>
 #include <string>
@@ -23,6 +24,7 @@ struct HfExportResult {
   std::filesystem::path out;
   bool tokenizer_json = false;  // tokenizer.json written (the tokenizer has an HF form)
   std::string note;             // why there is no tokenizer.json, when there is none
+  int64_t merged_adapters = 0;  // layers whose low-rank adapters were folded into the weights
 };
 
 /// Writes OUT = { config.json, model.safetensors, tokenizer.json (when the run's tokenizer can

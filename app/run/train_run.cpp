@@ -81,6 +81,7 @@ struct TrainingSetup {
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<optim::LrSchedule> schedule;
   int64_t total_steps = 0;
+  std::optional<io::BaseWeights> base_weights;  // a finetune.lora run's base reference
 };
 
 TrainingSetup set_up_training(const recipes::Recipe& recipe,
@@ -97,13 +98,13 @@ TrainingSetup set_up_training(const recipes::Recipe& recipe,
   setup.task->load_data();  // every split read and checked before training starts
   nn::Module& model = setup.task->model();
   if (latest) {
-    // Weights come from the checkpoint; only the frozen set must be re-applied.
-    if (recipe.has_finetune() && recipe.finetune().freeze_size() > 0) {
-      freeze_parameters(model,
-                        {recipe.finetune().freeze().begin(), recipe.finetune().freeze().end()});
-    }
+    // Weights come from the checkpoint (the trainer reads them; its base reference carries on
+    // with its state); only the frozen set must be re-applied.
+    const io::TrainState state = io::decode_train_state(read_file(*latest / io::kStateFile),
+                                                        (*latest / io::kStateFile).string());
+    refreeze_on_resume(recipe, model, state);
   } else {
-    apply_finetune(recipe, model);
+    setup.base_weights = apply_finetune(recipe, model).base_weights;
   }
   setup.total_steps = total_steps_from_recipe(
       recipe, recipe.train().has_epochs() ? setup.task->steps_per_epoch() : 1);
@@ -299,6 +300,7 @@ int train_on_this_rank(const TrainRequest& request,
   train::TrainerOptions options =
       trainer_options_from_recipe(recipe, run_dir, setup.total_steps, recipe_text);
   options.stop_after_step = request.stop_after;
+  options.base_weights = setup.base_weights;
   options.communicator = comm_ptr;
   options.on_step = request.on_step;
   options.progress_out = request.progress == ProgressMode::kNone ? nullptr : stdout;

@@ -3,9 +3,12 @@
 
 #include <set>
 
+#include "app/setup/lora_setup.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
 #include "framework/io/log.h"
+#include "framework/nn/linear.h"
+#include "framework/nn/lora.h"
 #include "recipes/loader.h"
 
 namespace rota::app {
@@ -54,17 +57,90 @@ int64_t freeze_parameters(nn::Module& model, const std::vector<std::string>& pat
   return frozen;
 }
 
-void apply_finetune(const recipes::Recipe& recipe, nn::Module& model) {
-  if (!recipe.has_finetune()) return;
+namespace {
+
+// A pretrained checkpoint that holds adapters (a finetune.lora run): its adapters folded into
+// its weights with its own recipe's alpha / rank. Returns the names whose values changed.
+std::set<std::string> merge_source_adapters(io::Checkpoint& pretrained,
+                                            const std::filesystem::path& source) {
+  if (!nn::has_lora_adapters(pretrained.model)) return {};
+  const std::string where = (source / io::kRecipeFile).string();
+  const recipes::Recipe source_recipe = recipes::load_recipe_text(pretrained.recipe_text, where);
+  ROTA_CHECK(source_recipe.has_finetune() && source_recipe.finetune().has_lora(),
+             "finetune.init_from: {} holds low-rank adapters but its recipe has no "
+             "finetune.lora to say their scale",
+             source.string());
+  const double scale = lora_options_from_recipe(source_recipe.finetune().lora()).scale();
+  std::set<std::string> changed;
+  for (const std::string& owner : nn::merge_lora_adapters(pretrained.model, scale)) {
+    changed.insert(owner + ".weight");
+  }
+  io::log_info("finetune: folded the low-rank adapters of {} layers of {} into their weights",
+               changed.size(), source.string());
+  return changed;
+}
+
+bool is_adapter_tensor(const std::string& name) {
+  for (const char* kind : {nn::kLoraA, nn::kLoraB}) {
+    const std::string suffix = std::string(".") + kind;
+    if (name.size() >= suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The base reference of a finetune.lora run: the state-dict entries that are frozen (or
+// buffers) and were loaded unchanged from `source`.
+io::BaseWeights base_weights_of(const nn::Module& model, const std::filesystem::path& source,
+                                const io::Checkpoint& pretrained,
+                                const std::set<std::string>& unchanged) {
+  std::set<const void*> trainable;
+  for (const auto& [name, param] : model.named_parameters()) {
+    if (param.requires_grad()) trainable.insert(param.data().storage().get());
+  }
+  io::BaseWeights base;
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::weakly_canonical(source, error);
+  base.set_checkpoint((error ? std::filesystem::absolute(source) : absolute).string());
+  bool found = false;
+  for (const io::FileCheck& check : pretrained.state.files()) {
+    if (check.name() != io::kModelFile) continue;
+    base.set_model_size(check.size());
+    base.set_model_crc32c(check.crc32c());
+    found = true;
+  }
+  ROTA_CHECK(found, "finetune.init_from: {} has no check of its {}", source.string(),
+             io::kModelFile);
+  for (const auto& [name, tensor] : model.state_dict()) {
+    if (unchanged.count(name) != 0 && trainable.count(tensor.storage().get()) == 0) {
+      base.add_names(name);
+    }
+  }
+  for (const auto& [name, param] : model.named_parameters()) {
+    if (!param.requires_grad()) base.add_frozen(name);
+  }
+  return base;
+}
+
+}  // namespace
+
+FinetuneResult apply_finetune(const recipes::Recipe& recipe, nn::Module& model) {
+  FinetuneResult result;
+  if (!recipe.has_finetune()) return result;
   const recipes::Finetune& f = recipe.finetune();
   const std::filesystem::path source = io::resolve_checkpoint(f.init_from());
-  const io::Checkpoint pretrained = io::load_checkpoint(source);
+  io::Checkpoint pretrained = io::load_checkpoint(source);
+  const std::set<std::string> merged = merge_source_adapters(pretrained, source);
   const StateDict own = model.state_dict();
   std::vector<std::string> missing, unused, mismatched;
   StateDict selected;
+  std::set<std::string> unchanged;
   for (const auto& [name, tensor] : own) {
     if (!pretrained.model.contains(name)) {
-      missing.push_back(name);
+      // The run's own adapters start fresh (B = 0), never from the checkpoint.
+      if (!is_adapter_tensor(name)) missing.push_back(name);
       continue;
     }
     const Tensor& theirs = pretrained.model.at(name);
@@ -74,6 +150,7 @@ void apply_finetune(const recipes::Recipe& recipe, nn::Module& model) {
       continue;
     }
     selected.insert(name, theirs);
+    if (merged.count(name) == 0) unchanged.insert(name);
   }
   for (const auto& [name, tensor] : pretrained.model) {
     if (!own.contains(name)) unused.push_back(name);
@@ -97,9 +174,35 @@ void apply_finetune(const recipes::Recipe& recipe, nn::Module& model) {
   if (!missing.empty()) io::log_info("finetune: freshly initialised: {}", join_names(missing));
   if (!unused.empty())
     io::log_info("finetune: not used from the checkpoint: {}", join_names(unused));
+  if (f.has_lora()) {
+    std::set<std::string> loaded;
+    for (const auto& [name, tensor] : selected) loaded.insert(name);
+    const int64_t frozen = freeze_all_but_adapters(recipe, model, loaded);
+    io::log_info("finetune.lora: rank {}, alpha {}; froze {} parameter tensors", f.lora().rank(),
+                 f.lora().alpha(), frozen);
+  }
   if (f.freeze_size() > 0) {
     const std::vector<std::string> patterns(f.freeze().begin(), f.freeze().end());
     io::log_info("finetune: froze {} parameters", freeze_parameters(model, patterns));
+  }
+  if (f.has_lora()) result.base_weights = base_weights_of(model, source, pretrained, unchanged);
+  return result;
+}
+
+void refreeze_on_resume(const recipes::Recipe& recipe, nn::Module& model,
+                        const io::TrainState& checkpoint_state) {
+  if (!recipe.has_finetune()) return;
+  if (checkpoint_state.has_base_weights()) {
+    // Exactly what the run froze when it started (adapters, `train` and fresh ones train).
+    const auto& names = checkpoint_state.base_weights().frozen();
+    const std::set<std::string> frozen(names.begin(), names.end());
+    for (auto& [name, param] : model.named_parameters()) {
+      if (frozen.count(name) != 0) Variable(param).set_requires_grad(false);
+    }
+  }
+  if (recipe.finetune().freeze_size() > 0) {
+    freeze_parameters(model,
+                      {recipe.finetune().freeze().begin(), recipe.finetune().freeze().end()});
   }
 }
 

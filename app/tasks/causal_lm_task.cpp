@@ -1,5 +1,6 @@
 // Causal LM task: token-stream windows, next-token loss, perplexity over a whole split.
 #include "app/tasks/causal_lm_task.h"
+#include "app/setup/lora_setup.h"
 
 #include <cmath>
 
@@ -20,6 +21,7 @@ CausalLmTask::CausalLmTask(TaskInputs inputs)
     : Task(std::move(inputs)), carry_state_(recipe().train().carry_state()) {
   Generator init_gen(seeds_.init);
   model_ = std::make_shared<models::CausalLm>(model_options_, init_gen, dropout_gen_);
+  add_recipe_adapters(inputs_.recipe, *model_, init_gen, dropout_gen_);
 }
 
 data::TokenStream CausalLmTask::split_tokens(const std::string& split) {

@@ -2,6 +2,7 @@
 // classes, accuracy and MCC.
 #include "app/tasks/classifier_task.h"
 #include <filesystem>
+#include "app/setup/lora_setup.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -19,6 +20,7 @@ namespace rota::app {
 ClassifierTask::ClassifierTask(TaskInputs inputs) : Task(std::move(inputs)) {
   Generator init_gen(seeds_.init);
   model_ = std::make_shared<models::Classifier>(model_options_, init_gen, dropout_gen_);
+  add_recipe_adapters(inputs_.recipe, *model_, init_gen, dropout_gen_);
 }
 
 data::ClassificationOptions ClassifierTask::dataset_options() const {

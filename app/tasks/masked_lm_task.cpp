@@ -1,6 +1,7 @@
 // Masked-LM task: corrupted windows, loss over the masked positions.
 #include <cmath>
 
+#include "app/setup/lora_setup.h"
 #include "app/tasks/lm_evaluation.h"
 #include "app/tasks/masked_lm_task.h"
 
@@ -14,6 +15,7 @@ namespace rota::app {
 MaskedLmTask::MaskedLmTask(TaskInputs inputs) : Task(std::move(inputs)) {
   Generator init_gen(seeds_.init);
   model_ = std::make_shared<models::MaskedLm>(model_options_, init_gen, dropout_gen_);
+  add_recipe_adapters(inputs_.recipe, *model_, init_gen, dropout_gen_);
 }
 
 data::MaskedLmDataset MaskedLmTask::make_dataset(const std::string& split, data::WindowMode mode) {

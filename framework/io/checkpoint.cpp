@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -76,6 +77,78 @@ void move_into_place(const fs::path& temp_dir, const fs::path& final_dir) {
   fs::remove_all(old_dir);
 }
 
+// Maps a file of a checkpoint after checking that it exists, then checks it against what
+// state.binpb recorded (size and CRC-32C).
+std::unique_ptr<MappedFile> verified_file(const fs::path& checkpoint_dir, const FileCheck& check) {
+  const std::string where = checkpoint_dir.string();
+  const std::string& file = check.name();
+  const fs::path path = checkpoint_dir / file;
+  ROTA_CHECK(fs::exists(path), "checkpoint {}: missing {} (listed in state.binpb)", where, file);
+  auto mapped = std::make_unique<MappedFile>(path);
+  ROTA_CHECK(mapped->size() == check.size(),
+             "checkpoint {}: {} has {} bytes but state.binpb recorded {} (truncated, or from "
+             "another checkpoint)",
+             where, file, mapped->size(), check.size());
+  const uint32_t crc = crc32c(mapped->data(), mapped->size());
+  ROTA_CHECK(crc == check.crc32c(),
+             "checkpoint {}: {} has crc32c {:08x} but state.binpb recorded {:08x} (corrupted, "
+             "or from another checkpoint)",
+             where, file, crc, check.crc32c());
+  return mapped;
+}
+
+// Base checkpoints followed from one checkpoint before giving up (a chain this long is a cycle).
+constexpr int kMaxBaseDepth = 16;
+
+// The tensors `base` names, read from the base checkpoint's model.safetensors (and from its own
+// base, when it has one). `holder` is the checkpoint that refers to it, for the messages.
+StateDict load_base_weights(const BaseWeights& base, const std::string& holder, int depth) {
+  const fs::path dir = base.checkpoint();
+  ROTA_CHECK(depth < kMaxBaseDepth,
+             "checkpoint {}: more than {} base checkpoints in a chain (they refer to each other?)",
+             holder, kMaxBaseDepth);
+  ROTA_CHECK(!dir.empty() && fs::is_directory(dir),
+             "checkpoint {}: holds only the tensors its run trained; the other {} (its frozen "
+             "pretrained weights) are in {}, which is missing. Put that checkpoint back where it "
+             "was, or keep a merged copy before moving it (`rota export hf`)",
+             holder, base.names_size(), dir.string());
+  const TrainState state =
+      decode_train_state(read_file(dir / kStateFile), (dir / kStateFile).string());
+  const FileCheck* model_check = nullptr;
+  for (const FileCheck& check : state.files()) {
+    if (check.name() == kModelFile) model_check = &check;
+  }
+  ROTA_CHECK(model_check != nullptr, "checkpoint {}: state.binpb has no check for {}", dir.string(),
+             kModelFile);
+  ROTA_CHECK(
+      model_check->size() == base.model_size() && model_check->crc32c() == base.model_crc32c(),
+      "checkpoint {}: its base {} has changed since the run started: its {} is now {} "
+      "bytes with crc32c {:08x}, the run recorded {} bytes with crc32c {:08x} (the "
+      "frozen weights the adapters were trained on are gone)",
+      holder, dir.string(), kModelFile, model_check->size(), model_check->crc32c(),
+      base.model_size(), base.model_crc32c());
+  const std::unique_ptr<MappedFile> mapped = verified_file(dir, *model_check);
+  const StateDict own = parse_safetensors(mapped->bytes(), (dir / kModelFile).string()).tensors;
+  StateDict nested;
+  if (state.has_base_weights()) {
+    nested = load_base_weights(state.base_weights(), dir.string(), depth + 1);
+  }
+  StateDict out;
+  for (const std::string& name : base.names()) {
+    ROTA_CHECK(!out.contains(name), "checkpoint {}: base_weights lists {} twice", holder, name);
+    if (own.contains(name)) {
+      out.insert(name, own.at(name));
+    } else {
+      ROTA_CHECK(nested.contains(name),
+                 "checkpoint {}: its base {} has no tensor {} (it was recorded as coming from "
+                 "there)",
+                 holder, dir.string(), name);
+      out.insert(name, nested.at(name));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 fs::path save_checkpoint(const fs::path& run_dir, const Checkpoint& checkpoint,
@@ -138,17 +211,8 @@ Checkpoint load_checkpoint(const fs::path& checkpoint_dir) {
                    checked.insert(file).second,
                "checkpoint {}: state.binpb lists an invalid file name '{}'", where, file);
     const fs::path path = checkpoint_dir / file;
-    ROTA_CHECK(fs::exists(path), "checkpoint {}: missing {} (listed in state.binpb)", where, file);
-    const MappedFile mapped(path);
-    ROTA_CHECK(mapped.size() == check.size(),
-               "checkpoint {}: {} has {} bytes but state.binpb recorded {} (truncated, or from "
-               "another checkpoint)",
-               where, file, mapped.size(), check.size());
-    const uint32_t crc = crc32c(mapped.data(), mapped.size());
-    ROTA_CHECK(crc == check.crc32c(),
-               "checkpoint {}: {} has crc32c {:08x} but state.binpb recorded {:08x} (corrupted, "
-               "or from another checkpoint)",
-               where, file, crc, check.crc32c());
+    const std::unique_ptr<MappedFile> file_map = verified_file(checkpoint_dir, check);
+    const MappedFile& mapped = *file_map;
     if (file == kModelFile) {
       checkpoint.model = parse_safetensors(mapped.bytes(), path.string()).tensors;
     } else if (file == kOptimizerFile) {
@@ -163,6 +227,15 @@ Checkpoint load_checkpoint(const fs::path& checkpoint_dir) {
   for (const char* file : {kModelFile, kOptimizerFile, kRecipeFile}) {
     ROTA_CHECK(checked.count(file) != 0, "checkpoint {}: state.binpb has no check for {}", where,
                file);
+  }
+  if (checkpoint.state.has_base_weights()) {
+    const StateDict base = load_base_weights(checkpoint.state.base_weights(), where, 0);
+    for (const auto& [name, tensor] : base) {
+      ROTA_CHECK(!checkpoint.model.contains(name),
+                 "checkpoint {}: {} is both in {} and listed as coming from its base", where, name,
+                 kModelFile);
+      checkpoint.model.insert(name, tensor);
+    }
   }
   return checkpoint;
 }

@@ -17,7 +17,7 @@ constexpr size_t kCrcFieldBytes = 5;
 
 std::string encode_train_state(const TrainState& state) {
   TrainState copy = state;
-  copy.set_version(kTrainStateVersion);
+  copy.set_version(copy.has_base_weights() ? 2 : 1);
   copy.clear_crc32c();
   std::string bytes;
   ROTA_CHECK(copy.SerializeToString(&bytes), "encode_train_state: serialization failed");

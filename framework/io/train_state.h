@@ -10,11 +10,12 @@
 
 namespace rota::io {
 
-/// Schema version this build writes and the newest it reads.
-inline constexpr uint32_t kTrainStateVersion = 1;
+/// Schema version: the newest this build reads. A state with base_weights is written as
+/// version 2 (older readers refuse it instead of loading half a model), any other as version 1.
+inline constexpr uint32_t kTrainStateVersion = 2;
 
-/// `state` serialized with `version` set to kTrainStateVersion and the crc32c field appended
-/// last (CRC-32C of every byte before it). Any crc32c already in `state` is ignored.
+/// `state` serialized with `version` set (1, or 2 with base_weights) and the crc32c field
+/// appended last (CRC-32C of every byte before it). Any crc32c already in `state` is ignored.
 std::string encode_train_state(const TrainState& state);
 /// Parses what encode_train_state wrote; refuses (naming `name`) a file too short to hold the
 /// checksum, a missing or wrong checksum (truncated or corrupted), bytes protobuf cannot parse,

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -94,6 +95,7 @@ Trainer::Trainer(TrainingTask& task, optim::Optimizer& optimizer, const optim::L
   ROTA_CHECK(!options_.run_dir.empty(), "train: no run directory given");
   state_.set_seed(options_.seed);
   state_.set_lr_scale(1.0);
+  if (options_.base_weights) *state_.mutable_base_weights() = *options_.base_weights;
 }
 
 void Trainer::resume(const fs::path& checkpoint_dir) {
@@ -122,6 +124,16 @@ fs::path Trainer::save(bool is_best) {
   }
   io::Checkpoint checkpoint;
   checkpoint.model = task_.model().state_dict();
+  if (state_.has_base_weights()) {
+    // Only what is not in the base checkpoint: the loader fills in the rest from there.
+    const auto& names = state_.base_weights().names();
+    const std::set<std::string> from_base(names.begin(), names.end());
+    StateDict own;
+    for (const auto& [name, tensor] : checkpoint.model) {
+      if (from_base.count(name) == 0) own.insert(name, tensor);
+    }
+    checkpoint.model = std::move(own);
+  }
   checkpoint.optimizer = optimizer_.state_tensors();
   checkpoint.state = state_;
   checkpoint.state.set_step(runner_.steps_done());

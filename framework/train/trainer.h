@@ -87,7 +87,11 @@ struct TrainerOptions {
   std::string best_metric = "loss";
   bool higher_is_better = false;
   std::string recipe_text;  // stored in every checkpoint
-  uint64_t seed = 0;        // recorded in the train state
+  /// Tensors the checkpoints leave out because another checkpoint holds them unchanged (the
+  /// frozen pretrained weights of a run with low-rank adapters): recorded in every checkpoint's
+  /// state, which the loader follows. A resumed run keeps the reference its checkpoint has.
+  std::optional<io::BaseWeights> base_weights;
+  uint64_t seed = 0;  // recorded in the train state
   /// Stop after this many steps as if interrupted (a checkpoint is written; resuming later
   /// continues the same schedule); 0 = run to total_steps.
   int64_t stop_after_step = 0;

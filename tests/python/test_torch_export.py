@@ -126,6 +126,31 @@ class SaveAsRotaCheckpoint(unittest.TestCase):
             np.testing.assert_allclose(theirs[name], value.numpy(), rtol=0, atol=1e-9,
                                        err_msg=name)
 
+    def test_lora_run_exports_merged_and_is_refused_unmerged(self):
+        """A run fine-tuned with low-rank adapters (its checkpoint holds only the adapters and a
+        reference to its base): `rota export hf` folds them into the weights, and rota.torch on
+        the export reproduces Rota's own evaluation of the adapted run; rota.torch refuses the
+        run directory itself, saying how to get a loadable model."""
+        lora_run = os.path.join(self.dir, "lora")
+        result = cli("train", os.path.join(self.dir, "lm.txtpb"), "--out", lora_run,
+                     "--set", f"finetune.init_from={self.lm_run}", "--set", "finetune.lora.rank=2",
+                     "--set", "finetune.lora.targets+=q_proj", "--set",
+                     "finetune.lora.targets+=fc1", "--set", "schedule.lr=3e-2")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with self.assertRaisesRegex(rt.CheckpointError, "rota export hf"):
+            rt.load(lora_run)
+        out = os.path.join(self.dir, "lora_hf")
+        result = cli("export", "hf", lora_run, out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("merged into the weights of 4 layers", result.stdout)
+        exported = rt.from_pretrained(out)
+        native = rota.load(lora_run)
+        ours = torch_eval_loss(exported, native, "causal_lm")
+        theirs = native.eval("valid", batches=2)["loss"]
+        self.assertLessEqual(abs(ours - theirs) / theirs, 1e-6)
+        base = rota.load(self.lm_run).eval("valid", batches=2)["loss"]
+        self.assertGreater(abs(theirs - base), 1e-4)  # the adapters changed the model
+
     def test_refuses_to_overwrite(self):
         model = rt.from_pretrained(self.lm_run)
         out = os.path.join(self.dir, "exists")

@@ -130,6 +130,11 @@ TEST(RecipeResolve, OptionalSectionsAreNotCreated) {
   EXPECT_EQ(streaming.model().attention().softmax().streaming().left_memory(), -1);
   const Recipe finetune = load({"finetune.init_from=runs/x"});
   EXPECT_EQ(finetune.finetune().strictness(), Finetune::PARTIAL);
+  EXPECT_FALSE(finetune.finetune().has_lora());  // a plain fine-tune trains every parameter
+  const Recipe lora = load({"finetune.init_from=runs/x", "finetune.lora.rank=4"});
+  EXPECT_EQ(lora.finetune().lora().rank(), 4);
+  EXPECT_EQ(lora.finetune().lora().alpha(), 16.0);
+  EXPECT_EQ(lora.finetune().lora().dropout(), 0.0);
 }
 
 TEST(RecipeResolve, IsIdempotent) {

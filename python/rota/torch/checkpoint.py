@@ -134,6 +134,11 @@ def load(path, dtype=torch.float32, device="cpu"):
     weights, in eval mode."""
     checkpoint_dir = resolve_checkpoint(path)
     tensors, _ = safetensors_io.read(os.path.join(checkpoint_dir, MODEL_FILE))
+    if any(name.endswith((".lora_a", ".lora_b")) for name in tensors):
+        raise CheckpointError(
+            f"{checkpoint_dir}: a run fine-tuned with low-rank adapters (finetune.lora): its "
+            "checkpoint holds the adapters and a reference to the base model, not a whole "
+            "model. `rota export hf RUN OUT` folds the adapters into the weights; load OUT")
     config = read_config(checkpoint_dir, tensors)
     model = build_model(config)
     load_state_dict_strict(model, tensors, os.path.join(checkpoint_dir, MODEL_FILE))

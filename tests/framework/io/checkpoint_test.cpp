@@ -10,6 +10,7 @@
 #include "framework/autograd/ops/reduce.h"
 #include "framework/base/file_io.h"
 #include "framework/io/checkpoint_paths.h"
+#include "framework/io/safetensors.h"
 #include "framework/nn/linear.h"
 #include "framework/optim/adam.h"
 #include "framework/tensor/random.h"
@@ -382,6 +383,111 @@ TEST(Checkpoint, RefusesBadExtraFileNames) {
     EXPECT_THROW(save_checkpoint(run.path(), c), Error) << name;
   }
   EXPECT_FALSE(find_latest(run.path()).has_value());
+}
+
+// A checkpoint that holds part of its model and names a base checkpoint for the rest.
+class BaseWeightsCheckpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_dir_ = save_checkpoint(base_run_.path(), sample_checkpoint(100));
+    const Checkpoint base = load_checkpoint(base_dir_);
+    for (const FileCheck& check : base.state.files()) {
+      if (check.name() == kModelFile) model_check_ = check;
+    }
+  }
+  // A run's checkpoint with its own "adapter" tensor and the base's embed.weight by reference.
+  Checkpoint partial(const std::vector<std::string>& names) const {
+    Checkpoint c = sample_checkpoint(7);
+    StateDict own;
+    own.insert("adapter", c.model.at("blocks.0.scale"));
+    c.model = own;
+    BaseWeights* base = c.state.mutable_base_weights();
+    base->set_checkpoint(fs::absolute(base_dir_).string());
+    base->set_model_size(model_check_.size());
+    base->set_model_crc32c(model_check_.crc32c());
+    for (const std::string& name : names) base->add_names(name);
+    return c;
+  }
+  TempDir base_run_, run_;
+  fs::path base_dir_;
+  FileCheck model_check_;
+};
+
+TEST_F(BaseWeightsCheckpoint, LoadingFillsInTheNamedTensorsFromTheBase) {
+  const fs::path dir = save_checkpoint(run_.path(), partial({"embed.weight"}));
+  // On disk: only its own tensor, and a version-2 state.
+  EXPECT_EQ(load_safetensors(dir / kModelFile).tensors.size(), 1u);
+  EXPECT_EQ(decode_train_state(read_bytes(dir / kStateFile), "s").version(), 2u);
+  const Checkpoint loaded = load_checkpoint(dir);
+  ASSERT_EQ(loaded.model.size(), 2u);
+  EXPECT_TRUE(
+      identical(loaded.model.at("embed.weight"), sample_checkpoint(100).model.at("embed.weight")));
+  EXPECT_TRUE(
+      identical(loaded.model.at("adapter"), sample_checkpoint(7).model.at("blocks.0.scale")));
+  // A chain: a third checkpoint takes "adapter" from the second and, through it, embed.weight.
+  TempDir third_run;
+  Checkpoint third = sample_checkpoint(9);
+  third.model = StateDict();
+  third.model.insert("own", sample_checkpoint(9).model.at("embed.weight"));
+  BaseWeights* base = third.state.mutable_base_weights();
+  base->set_checkpoint(fs::absolute(dir).string());
+  const Checkpoint second = load_checkpoint(dir);
+  const TrainState second_state = decode_train_state(read_bytes(dir / kStateFile), "s");
+  for (const FileCheck& check : second_state.files()) {
+    if (check.name() == kModelFile) {
+      base->set_model_size(check.size());
+      base->set_model_crc32c(check.crc32c());
+    }
+  }
+  base->add_names("adapter");
+  base->add_names("embed.weight");
+  const Checkpoint chained = load_checkpoint(save_checkpoint(third_run.path(), third));
+  ASSERT_EQ(chained.model.size(), 3u);
+  EXPECT_TRUE(identical(chained.model.at("embed.weight"), second.model.at("embed.weight")));
+  EXPECT_TRUE(identical(chained.model.at("adapter"), second.model.at("adapter")));
+}
+
+TEST_F(BaseWeightsCheckpoint, RefusesAMissingChangedOrIncompleteBase) {
+  const fs::path missing_name = save_checkpoint(run_.path(), partial({"no.such.tensor"}));
+  rota::testing::expect_error([&] { load_checkpoint(missing_name); },
+                              {"no.such.tensor", "recorded as coming from there"});
+  TempDir twice_run;
+  Checkpoint both = partial({"embed.weight"});
+  both.model.insert("embed.weight", sample_checkpoint(100).model.at("embed.weight"));
+  const fs::path twice = save_checkpoint(twice_run.path(), both);
+  rota::testing::expect_error([&] { load_checkpoint(twice); }, {"embed.weight", "both in"});
+
+  TempDir changed_run;
+  Checkpoint changed = partial({"embed.weight"});
+  changed.state.mutable_base_weights()->set_model_crc32c(model_check_.crc32c() ^ 1u);
+  const fs::path changed_dir = save_checkpoint(changed_run.path(), changed);
+  rota::testing::expect_error([&] { load_checkpoint(changed_dir); },
+                              {"has changed since the run started", base_dir_.string()});
+
+  TempDir gone_run;
+  const fs::path gone = save_checkpoint(gone_run.path(), partial({"embed.weight"}));
+  fs::remove_all(base_dir_);
+  rota::testing::expect_error([&] { load_checkpoint(gone); },
+                              {"which is missing", fs::absolute(base_dir_).string()});
+}
+
+TEST_F(BaseWeightsCheckpoint, RefusesACheckpointThatIsItsOwnBase) {
+  // The base reference of a checkpoint pointing at itself: followed until the chain limit.
+  TempDir loop_run;
+  Checkpoint loop = sample_checkpoint(3);
+  const fs::path dir = save_checkpoint(loop_run.path(), loop);
+  TrainState state = decode_train_state(read_bytes(dir / kStateFile), "s");
+  BaseWeights* base = state.mutable_base_weights();
+  base->set_checkpoint(fs::absolute(dir).string());
+  for (const FileCheck& check : state.files()) {
+    if (check.name() == kModelFile) {
+      base->set_model_size(check.size());
+      base->set_model_crc32c(check.crc32c());
+    }
+  }
+  base->add_names("embed.weight");
+  write_bytes(dir / kStateFile, encode_train_state(state));
+  rota::testing::expect_error([&] { load_checkpoint(dir); }, {"base checkpoints in a chain"});
 }
 
 }  // namespace ROTA_TEST_FILE_NS

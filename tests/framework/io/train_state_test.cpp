@@ -41,7 +41,7 @@ TEST(TrainState, RoundTripsEveryField) {
   save_rng_state(state, "data_order", data);
   const TrainState back = decode_train_state(encode_train_state(state), "state.binpb");
 
-  EXPECT_EQ(back.version(), kTrainStateVersion);
+  EXPECT_EQ(back.version(), 1u);  // no base_weights: readable by every version
   EXPECT_EQ(back.step(), 500);
   EXPECT_EQ(back.tokens_seen(), 123456789012);
   EXPECT_EQ(back.epoch(), 3);
@@ -65,6 +65,24 @@ TEST(TrainState, RoundTripsEveryField) {
   restore_rng_state(back, "dropout", restored);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(restored.next_u64(), dropout.next_u64());
   EXPECT_THROW(restore_rng_state(back, "masking", restored), Error);
+}
+
+TEST(TrainState, BaseWeightsRoundTripAsVersionTwo) {
+  TrainState state = full_state();
+  BaseWeights* base = state.mutable_base_weights();
+  base->set_checkpoint("/runs/lm/checkpoints/step_001000");
+  base->set_model_size(4096);
+  base->set_model_crc32c(0x12345678);
+  base->add_names("encoder.embed.weight");
+  base->add_frozen("encoder.embed.weight");
+  const TrainState back = decode_train_state(encode_train_state(state), "state.binpb");
+  // Version 2: a reader that knows only version 1 refuses it rather than load half a model.
+  EXPECT_EQ(back.version(), 2u);
+  EXPECT_EQ(back.base_weights().checkpoint(), "/runs/lm/checkpoints/step_001000");
+  EXPECT_EQ(back.base_weights().model_size(), 4096u);
+  EXPECT_EQ(back.base_weights().model_crc32c(), 0x12345678u);
+  EXPECT_EQ(back.base_weights().names(0), "encoder.embed.weight");
+  EXPECT_EQ(back.base_weights().frozen(0), "encoder.embed.weight");
 }
 
 TEST(TrainState, SavingAStreamAgainReplacesIt) {
