@@ -362,8 +362,9 @@ RUNS = {
         "ninja -C build linear_attention_bench": Run(
             stand_ins=(("-C build", "-C build -t query"),),
             expect=(r"linear_attention_bench:",), needs="build/bench/linear_attention_bench",
-            otherwise=Elsewhere("the build has no benchmarks (ROTA_BUILD_BENCH=OFF)",
-                                "bench/CMakeLists.txt", ("linear_attention_bench",))),
+            otherwise=Elsewhere("the build has no benchmarks (ROTA_BUILD_BENCH=OFF or not built "
+                                "yet); bench/CMakeLists.txt builds every *_bench.cpp",
+                                "bench/linear_attention_bench.cpp", ("BM_LrpeKernel",))),
         "OMP_NUM_THREADS=2 build/bench/linear_attention_bench "
         "--benchmark_filter='Lrpe(Kernel|Fused)' --benchmark_min_time=0.5": Run(
             expect=(r"BM_LrpeKernel", r"BM_LrpeFused"), needs="build/bench/linear_attention_bench",
@@ -495,6 +496,15 @@ HF_IMPORT = Elsewhere(
 README_HF_IMPORT = Elsewhere(
     "tests/peers/test_pretrained_docs.py runs the README's import line on a tiny GPT-2 saved by "
     "transformers", "tests/peers/test_pretrained_docs.py", ('"build/rota import hf "',))
+LORA_DOCS = Elsewhere(
+    "tests/peers/test_pretrained_docs.py runs the block on a tiny GPT-2 saved by transformers and "
+    "imported, with the section's recipe cut down", "tests/peers/test_pretrained_docs.py",
+    ("BEGIN LORA COMMANDS", "self.assertEqual(len(lora_commands), 4)"),
+    ("<!-- BEGIN LORA COMMANDS", "<!-- END LORA COMMANDS"))
+README_LORA = Elsewhere(
+    "tests/peers/test_pretrained_docs.py runs the README's LoRA line with docs/pretrained.md's "
+    "recipe, cut down, on an imported tiny GPT-2", "tests/peers/test_pretrained_docs.py",
+    ('"build/rota train lora.txtpb "',))
 FUZZ_BUILD = Elsewhere(
     "needs the clang build of `make fuzz` (build-fuzz/); CI runs `make fuzz`, which runs "
     "fuzz/run.sh over every target", ".ci/run", ("make fuzz FUZZ_SECONDS=15",))
@@ -509,6 +519,7 @@ ELSEWHERE = {
         "--out runs/my-tokenizer": README_OWN_DATA,
         "build/rota predict runs/my-texts --input new_examples.txt": README_OWN_DATA,
         "build/rota import hf ~/models/gpt2 --out runs/gpt2": README_HF_IMPORT,
+        "build/rota train lora.txtpb --out runs/gpt2-lora": README_LORA,
     },
     "docs/pretrained.md": {
         "rota import hf ~/models/gpt2 --out runs/gpt2": HF_IMPORT,
@@ -517,6 +528,10 @@ ELSEWHERE = {
         "rota eval runs/gpt2 --data my_texts/test.txt": HF_IMPORT,
         "rota generate runs/gpt2 --prompt \"The meaning of life\" --tokens 40 --temperature 0":
             HF_IMPORT,
+        "rota train lora.txtpb --out runs/gpt2-lora": LORA_DOCS,
+        "rota eval runs/gpt2-lora --split valid": LORA_DOCS,
+        "rota generate runs/gpt2-lora --prompt \"ROMEO:\" --tokens 40 --temperature 0": LORA_DOCS,
+        "rota export hf runs/gpt2-lora runs/gpt2-lora-hf": LORA_DOCS,
     },
     "docs/data.md": {
         "rota train lm_text.txtpb": OWN_DATA_WORKED,

@@ -13,8 +13,14 @@ binary) in a scratch working directory:
     the prompt and 40 greedy tokens (the same text twice);
   - the README's `build/rota import hf …` line;
   - the fine-tuning recipe of "Fine-tuning an imported model", cut down to 2 steps on SST-2: it
-    loads the imported weights ("finetune: N tensors from …") and trains.
+    loads the imported weights ("finetune: N tensors from …") and trains;
+  - "Low-rank adapters (LoRA)": its recipe written to lora.txtpb, cut down (2 steps, windows of
+    64 tokens: the stand-in GPT-2 has 128 positions), and the block between BEGIN/END LORA
+    COMMANDS in order — the run trains only adapters and checkpoints only them, `rota eval` and
+    `rota generate` read it, `rota export hf` merges every adapted layer; and the README's
+    `build/rota train lora.txtpb …` line.
 """
+import json
 import os
 import re
 import shlex
@@ -162,6 +168,64 @@ class PretrainedDocs(unittest.TestCase):
                              "train.eval_batches=1", cwd)
         self.assertRegex(out, r"finetune: \d+ tensors from .*runs/gpt2")
         self.assertIn("freshly initialised: classifier.weight, classifier.bias", out)
+
+    def lora_recipe(self, cwd):
+        """The LoRA section's recipe, cut down, as cwd/lora.txtpb, and a GPT-2 in cwd/runs/gpt2."""
+        section = doc_text("docs/pretrained.md").split("## Low-rank adapters (LoRA)", 1)[1]
+        recipe = section.split("```protobuf", 1)[1].split("```", 1)[0]
+        self.assertIn('init_from: "runs/gpt2"', recipe)
+        cut = (recipe.replace("train { steps: 1000 }",
+                              "train { steps: 2 eval_every: 2 eval_batches: 1 }")
+               .replace("warmup_steps: 50", "warmup_steps: 1")
+               .replace("sequence_length: 256", "sequence_length: 64"))
+        self.assertEqual(cut.count("steps: 2 "), 1)
+        self.assertIn("sequence_length: 64", cut)
+        os.makedirs(cwd)
+        with open(os.path.join(cwd, "lora.txtpb"), "w", encoding="utf-8") as f:
+            f.write(cut)
+        self.run_shell("rota import hf ~/models/gpt2 --out runs/gpt2", cwd)
+
+    def test_lora_section(self):
+        cwd = os.path.join(TMP.name, "lora")
+        self.lora_recipe(cwd)
+        block = doc_text("docs/pretrained.md").split("<!-- BEGIN LORA COMMANDS -->", 1)[1].split(
+            "<!-- END LORA COMMANDS -->", 1)[0]
+        lora_commands = command_lines(block)
+        self.assertEqual(len(lora_commands), 4)
+        outputs = [self.run_shell(c, cwd) for c in lora_commands]
+        self.assertRegex(outputs[0], r"finetune\.lora: rank 8, alpha 16")
+        self.assertRegex(outputs[0], r"parameters \(\d+ trainable\)")
+        checkpoint = os.path.join(cwd, "runs", "gpt2-lora", "checkpoints", "step_000002")
+        stored = read_safetensors_names(os.path.join(checkpoint, "model.safetensors"))
+        # Six adapted layers in each of the stand-in's two blocks, A and B each.
+        self.assertEqual(len(stored), 24, stored)
+        self.assertTrue(all(n.endswith((".lora_a", ".lora_b")) for n in stored), stored)
+        last = [line for line in outputs[1].splitlines() if line.startswith("split=valid")]
+        self.assertTrue(last and re.search(r"ppl=[0-9.e+]+", last[-1]), outputs[1][-2000:])
+        self.assertIn("ROMEO:", outputs[2])
+        self.assertIn("merged into the weights of 12 layers", outputs[3])
+        exported = read_safetensors_names(
+            os.path.join(cwd, "runs", "gpt2-lora-hf", "model.safetensors"))
+        self.assertFalse([n for n in exported if "lora" in n])
+
+    def test_readme_lora_line(self):
+        lines = [line for line in doc_text("README.md").splitlines()
+                 if line.startswith("build/rota train lora.txtpb ")]
+        self.assertEqual(len(lines), 1)
+        cwd = os.path.join(TMP.name, "readme_lora")
+        self.lora_recipe(cwd)
+        out = self.run_shell(command_lines(lines[0])[0], cwd)
+        self.assertIn("finetune.lora: rank 8", out)
+        self.assertTrue(os.path.isdir(os.path.join(cwd, "runs", "gpt2-lora", "checkpoints",
+                                                   "step_000002")))
+
+
+def read_safetensors_names(path):
+    """The tensor names of a safetensors file (its JSON header)."""
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+    return sorted(k for k in header if k != "__metadata__")
 
 
 if __name__ == "__main__":
