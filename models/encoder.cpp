@@ -65,7 +65,8 @@ Encoder::Encoder(const ModelOptions& o, bool causal, Generator& init_gen,
   }
   if (o.final_norm && o.norm_placement == NormPlacement::kPre) {
     final_norm_ = register_module(
-        "final_norm", nn::make_norm(o.norm_kind, {o.dim, o.norm_eps, true, o.dtype, o.norm_bias()}));
+        "final_norm",
+        nn::make_norm(o.norm_kind, {o.dim, o.norm_eps, true, o.dtype, o.norm_bias()}));
   }
 }
 
@@ -130,6 +131,18 @@ Variable Encoder::forward(const Tensor& ids, const Tensor& key_mask,
           return b->forward(in, key_mask, segment_ids);
         },
         x, block->parameters(), dropout_gen_);
+  }
+  return final_norm_ ? final_norm_->forward(x) : x;
+}
+
+Variable Encoder::forward_recording(const Tensor& ids,
+                                    std::vector<TransformerBlock::AttentionIO>& io,
+                                    const Tensor& key_mask) const {
+  ROTA_CHECK(ids.dim() == 2, "model: ids {} must be [B, N]", shape_str(ids.shape()));
+  io.assign(blocks_->size(), {});
+  Variable x = dropout_->forward(embed(ids, 0, Tensor()));
+  for (size_t i = 0; i < blocks_->size(); ++i) {
+    x = (*blocks_)[i]->forward_recording(x, io[i], key_mask);
   }
   return final_norm_ ? final_norm_->forward(x) : x;
 }

@@ -36,6 +36,10 @@ class Encoder : public nn::Module {
   /// restart at each document, so every document gets the hidden states it gets alone.
   Variable forward(const Tensor& ids, const Tensor& key_mask = Tensor(),
                    const Tensor& segment_ids = Tensor()) const;
+  /// forward() without block recomputation that also records each block's attention input and
+  /// output (io gets one entry per block, in order).
+  Variable forward_recording(const Tensor& ids, std::vector<TransformerBlock::AttentionIO>& io,
+                             const Tensor& key_mask = Tensor()) const;
   /// True when forward_segment() works: a causal stack of linear-attention blocks that carry
   /// their state (nn::LinearAttention::carries_state; no softmax or hybrid blocks).
   bool supports_segments() const;

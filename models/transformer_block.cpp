@@ -132,11 +132,25 @@ Variable TransformerBlock::attend(const Variable& x, const Tensor& key_mask,
 
 Variable TransformerBlock::forward(const Variable& x, const Tensor& key_mask,
                                    const Tensor& segment_ids) const {
+  return forward_impl(x, key_mask, segment_ids, nullptr);
+}
+
+Variable TransformerBlock::forward_recording(const Variable& x, AttentionIO& io,
+                                             const Tensor& key_mask,
+                                             const Tensor& segment_ids) const {
+  return forward_impl(x, key_mask, segment_ids, &io);
+}
+
+Variable TransformerBlock::forward_impl(const Variable& x, const Tensor& key_mask,
+                                        const Tensor& segment_ids, AttentionIO* io) const {
+  const Variable input = placement_ == NormPlacement::kPre ? ln1_->forward(x) : x;
+  const Variable attended = attend(input, key_mask, segment_ids);
+  if (io != nullptr) *io = {input, attended};
   if (placement_ == NormPlacement::kPre) {
-    const Variable h = x + dropout_->forward(attend(ln1_->forward(x), key_mask, segment_ids));
+    const Variable h = x + dropout_->forward(attended);
     return h + dropout_->forward(ffn_->forward(ln2_->forward(h)));
   }
-  const Variable h = ln1_->forward(x + dropout_->forward(attend(x, key_mask, segment_ids)));
+  const Variable h = ln1_->forward(x + dropout_->forward(attended));
   return ln2_->forward(h + dropout_->forward(ffn_->forward(h)));
 }
 

@@ -54,6 +54,20 @@ class TransformerBlock : public nn::Module {
   /// One token through a causal softmax block: x [B, E] with this block's key/value cache (no
   /// gradient; no streaming). Throws rota::Error for linear attention.
   Tensor step(const Tensor& x, nn::SoftmaxAttentionCache& cache) const;
+  /// The attention sub-layer's input and output inside one forward pass (attention transfer).
+  struct AttentionIO {
+    Variable input;   // [B, N, E]: ln1(x) pre-norm, x post-norm
+    Variable output;  // [B, N, E]: attn(input), before dropout and the residual
+  };
+  /// forward() that also returns what its attention sub-layer saw and gave.
+  Variable forward_recording(const Variable& x, AttentionIO& io, const Tensor& key_mask = Tensor(),
+                             const Tensor& segment_ids = Tensor()) const;
+  /// The attention sub-layer alone on a given input [B, N, E] → [B, N, E] (no norm, dropout or
+  /// residual): what forward_recording records as `output` for that `input`.
+  Variable attention_sublayer(const Variable& input, const Tensor& key_mask = Tensor(),
+                              const Tensor& segment_ids = Tensor()) const {
+    return attend(input, key_mask, segment_ids);
+  }
   bool is_softmax() const { return softmax_attn_ != nullptr; }
   /// The linear attention; throws rota::Error for a softmax block.
   const nn::LinearAttention& attention() const;
@@ -65,6 +79,8 @@ class TransformerBlock : public nn::Module {
 
  private:
   Variable attend(const Variable& x, const Tensor& key_mask, const Tensor& segment_ids) const;
+  Variable forward_impl(const Variable& x, const Tensor& key_mask, const Tensor& segment_ids,
+                        AttentionIO* io) const;
 
   NormPlacement placement_;
   SoftmaxModelOptions softmax_options_;

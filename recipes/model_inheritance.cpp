@@ -73,6 +73,11 @@ void inherit_model(Recipe& recipe, const Model& pretrained) {
   const Model written = recipe.model();
   Model merged = pretrained;
   overlay(merged, written);
+  // A softmax model's grouped key/value heads do not carry over to a recipe that makes the
+  // attention linear (linearisation): linear attention keeps one key/value head per query head.
+  if (!written.has_kv_heads() && merged.attention().has_linear() && !merged.has_hybrid()) {
+    merged.clear_kv_heads();
+  }
   *recipe.mutable_model() = merged;
   drop_inapplicable_inherited(recipe, *recipe.mutable_model(), &written);
 }

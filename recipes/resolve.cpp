@@ -32,6 +32,7 @@ bool is_optional_section(const FD& field) {
       "rota.recipes.Model.biases",
       "rota.recipes.Rope.scaling",
       "rota.recipes.Finetune.lora",
+      "rota.recipes.Recipe.linearize",
   };
   return kSections.count(field.full_name()) > 0;
 }

@@ -900,6 +900,36 @@ void check_finetune(Checker& check, const Recipe& recipe) {
   }
 }
 
+void check_linearize(Checker& check, const Recipe& recipe) {
+  if (!recipe.has_linearize()) return;
+  if (!recipe.has_finetune() || recipe.finetune().init_from().empty()) {
+    check.fail("linearize",
+               "needs finetune.init_from: the softmax-attention model to linearise "
+               "(the teacher)");
+  }
+  const Model& model = recipe.model();
+  if (model.kind() != Model::CAUSAL_LM) {
+    check.fail("linearize", std::string("attention transfer is for causal language models; "
+                                        "model.kind is ") +
+                                kind_name(model));
+  }
+  if (!model.attention().has_linear() || model.has_hybrid()) {
+    check.fail("linearize",
+               "the student needs linear attention in every block: set "
+               "model.attention { linear { ... } } (and no model.hybrid)");
+  }
+  if (recipe.train().carry_state() || recipe.train().segment_length() > 0) {
+    check.fail("linearize",
+               "attention transfer trains on whole windows: remove "
+               "train.carry_state and train.segment_length");
+  }
+  if (recipe.data().has_document_separator()) {
+    check.fail("linearize",
+               "attention transfer does not separate packed documents: remove "
+               "data.document_separator");
+  }
+}
+
 /// Every field that is set although it does not apply.
 void check_applicability(Checker& check, const Recipe& recipe, const pb::Message& message,
                          const std::string& path) {
@@ -964,6 +994,7 @@ std::vector<Issue> validate_recipe(const Recipe& recipe) {
   check_schedule(check, recipe);
   check_train(check, recipe);
   check_finetune(check, recipe);
+  check_linearize(check, recipe);
   return issues;
 }
 

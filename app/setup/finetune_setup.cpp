@@ -1,8 +1,10 @@
 // Loading pretrained weights for fine-tuning and freezing parameters (see finetune_setup.h).
 #include "app/setup/finetune_setup.h"
 
+#include <algorithm>
 #include <set>
 
+#include "app/setup/linearize_setup.h"
 #include "app/setup/lora_setup.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
@@ -132,7 +134,18 @@ FinetuneResult apply_finetune(const recipes::Recipe& recipe, nn::Module& model) 
   const recipes::Finetune& f = recipe.finetune();
   const std::filesystem::path source = io::resolve_checkpoint(f.init_from());
   io::Checkpoint pretrained = io::load_checkpoint(source);
-  const std::set<std::string> merged = merge_source_adapters(pretrained, source);
+  std::set<std::string> merged = merge_source_adapters(pretrained, source);
+  if (recipe.has_linearize()) {
+    // A grouped-query teacher: its k/v projections repeated per group for the linear student.
+    const recipes::Model teacher =
+        recipes::load_recipe_text(pretrained.recipe_text, (source / io::kRecipeFile).string())
+            .model();
+    for (const std::string& name :
+         expand_grouped_kv(pretrained.model, teacher.heads(), teacher.kv_heads(),
+                           teacher.width() / std::max(1, teacher.heads()))) {
+      merged.insert(name);
+    }
+  }
   const StateDict own = model.state_dict();
   std::vector<std::string> missing, unused, mismatched;
   StateDict selected;
@@ -181,6 +194,10 @@ FinetuneResult apply_finetune(const recipes::Recipe& recipe, nn::Module& model) 
     io::log_info("finetune.lora: rank {}, alpha {}; froze {} parameter tensors", f.lora().rank(),
                  f.lora().alpha(), frozen);
   }
+  if (recipe.has_linearize() && !f.has_lora()) {
+    io::log_info("linearize: attention transfer; froze {} parameter tensors outside the attention",
+                 freeze_all_but_attention(model, recipe.linearize().train_projections()));
+  }
   if (f.freeze_size() > 0) {
     const std::vector<std::string> patterns(f.freeze().begin(), f.freeze().end());
     io::log_info("finetune: froze {} parameters", freeze_parameters(model, patterns));
@@ -199,6 +216,9 @@ void refreeze_on_resume(const recipes::Recipe& recipe, nn::Module& model,
     for (auto& [name, param] : model.named_parameters()) {
       if (frozen.count(name) != 0) Variable(param).set_requires_grad(false);
     }
+  }
+  if (recipe.has_linearize() && !recipe.finetune().has_lora()) {
+    freeze_all_but_attention(model, recipe.linearize().train_projections());
   }
   if (recipe.finetune().freeze_size() > 0) {
     freeze_parameters(model,

@@ -1,16 +1,18 @@
 // Causal LM task: token-stream windows, next-token loss, perplexity over a whole split.
 #include "app/tasks/causal_lm_task.h"
-#include "app/setup/lora_setup.h"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "app/setup/linearize_setup.h"
+#include "app/setup/lora_setup.h"
 #include "app/tasks/carried_state_file.h"
 #include "app/tasks/lm_evaluation.h"
 #include "data/dataset/batch.h"
 #include "data/dataset/documents.h"
 #include "framework/autograd/grad_mode.h"
+#include "framework/autograd/ops/reduce.h"
 #include "framework/distributed/sharded_sums.h"
 #include "framework/io/log.h"
 #include "recipes/recipe_error.h"
@@ -51,10 +53,55 @@ int64_t CausalLmTask::prepare_training_data() {
   return train_data_->size();
 }
 
+const models::CausalLm& CausalLmTask::teacher() {
+  if (!teacher_) {
+    teacher_ = load_attention_teacher(inputs_.recipe, tokenizer().vocab_size(), *model_);
+    io::log_info("linearize: teacher {} ({} blocks of softmax attention)",
+                 inputs_.recipe.finetune().init_from(), teacher_->encoder().num_blocks());
+  }
+  return *teacher_;
+}
+
+train::Metrics CausalLmTask::evaluate() {
+  train::Metrics metrics = Task::evaluate();
+  if (!inputs_.recipe.has_linearize()) return metrics;
+  NoGradGuard no_grad;
+  const int64_t blocks = model_->encoder().num_blocks();
+  std::vector<double> weighted(blocks, 0.0);
+  double tokens = 0.0;
+  for (const EvalBatch& batch :
+       evaluation_batches(validation_split(), inputs_.recipe.train().eval_batches())) {
+    // The positions that have a target: every real token but a split's last (a partial last
+    // window's padding has none).
+    std::vector<double> real = batch.targets.to_double_vector();
+    double count = 0.0;
+    for (double& t : real) {
+      t = t == static_cast<double>(data::kIgnoreIndex) ? 0.0 : 1.0;
+      count += t;
+    }
+    std::vector<double> per_block;
+    attention_transfer_loss(teacher(), *model_, batch.tokens,
+                            tensor_from(real, batch.targets.shape(), DType::kF32), &per_block);
+    for (int64_t i = 0; i < blocks; ++i) weighted[i] += per_block[i] * count;
+    tokens += count;
+  }
+  double total = 0.0;
+  for (double w : weighted) total += w / tokens;
+  metrics.emplace_back("transfer_mse", total / static_cast<double>(blocks));
+  for (int64_t i = 0; i < blocks; ++i) {
+    metrics.emplace_back(fmt::format("transfer_mse_block{}", i), weighted[i] / tokens);
+  }
+  return metrics;
+}
+
 train::MicroBatch CausalLmTask::next_micro_batch() {
   prepare_training_data();
   const data::LoaderBatch indices = loader_->next();
   const data::LmBatch batch = packed(train_data_->batch(indices.indices, indices.epoch));
+  if (inputs_.recipe.has_linearize()) {
+    return {attention_transfer_loss(teacher(), *model_, batch.tokens, Tensor()),
+            batch.target_count};
+  }
   if (!carry_state_) {
     return {model_->loss(batch.tokens, batch.targets, batch.segment_ids), batch.target_count};
   }

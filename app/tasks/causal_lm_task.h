@@ -22,7 +22,12 @@ class CausalLmTask : public Task {
   explicit CausalLmTask(TaskInputs inputs);
   nn::Module& model() override { return *model_; }
   models::CausalLm& causal_lm() { return *model_; }
+  /// With `linearize` (attention transfer): the loss is the transfer loss against the teacher
+  /// (app/setup/linearize_setup.h), not the next-token loss.
   train::MicroBatch next_micro_batch() override;
+  /// The validation metrics; with `linearize` also the transfer loss over the same windows,
+  /// overall ("transfer_mse") and per block ("transfer_mse_block<i>").
+  train::Metrics evaluate() override;
   TrainingBatch next_training_batch() override;
   train::Metrics evaluate_split(const std::string& split, int64_t max_batches) override;
   std::vector<PositionBucket> evaluate_by_position(const std::string& split,
@@ -56,7 +61,11 @@ class CausalLmTask : public Task {
   /// The shapes of one lane's carried states, from a one-token pass of the model.
   std::vector<Tensor> one_lane_states() const;
 
+  /// linearize: the softmax teacher, loaded on first use.
+  const models::CausalLm& teacher();
+
   std::shared_ptr<models::CausalLm> model_;
+  std::shared_ptr<models::CausalLm> teacher_;
   LmTokenSource source_{*this};
   std::optional<data::CausalLmDataset> train_data_;
   int64_t evaluation_stride_ = 0;           // 0: non-overlapping evaluation windows

@@ -232,6 +232,10 @@ RUNS = {
         "build/rota train recipes/masked_lm/wikitext2_lrpe.txtpb": Run(),
         "build/rota train recipes/classifier/sst2_from_mlm.txtpb": Run(
             expect=(r"accuracy=", r"run=runs/sst2-from-mlm-wikitext2-lrpe")),
+        "build/rota train recipes/linearize/wikitext2_lrpe_transfer.txtpb": Run(
+            before=("build/rota train recipes/linearize/wikitext2_softmax_rope.txtpb "
+                    + " ".join(f"--set {f}={v}" for f, v in TRAIN_CUT_DOWN),),
+            expect=(r"transfer_mse_block0=", r"run=runs/wikitext2-lrpe-transfer")),
         "build/rota data list": Run(expect=(r"tinyshakespeare", r"wikitext-2")),
         "build/rota data prepare RECIPE --out DIR": Run(
             files=("prepared/tiny/manifest.json",),
@@ -418,6 +422,19 @@ RUNS = {
             expect=(r"split=valid loss=\S+ accuracy=",)),
         "build/rota eval runs/sst2-from-mlm-wikitext2-lrpe/checkpoints/best --split test": Run(
             expect=(r"split=test loss=\S+ accuracy=",)),
+    },
+    # In order, in one scratch directory: each stage starts from the run before it.
+    "docs/linearization.md": {
+        "rota train recipes/linearize/wikitext2_softmax_rope.txtpb": Run(
+            files=("runs/wikitext2-softmax-rope/checkpoints/latest",)),
+        "rota train recipes/linearize/wikitext2_lrpe_transfer.txtpb": Run(
+            expect=(r"linearize: teacher runs/wikitext2-softmax-rope",
+                    r"split=valid loss=\S+ ppl=\S+ tokens=\d+ transfer_mse=\S+ "
+                    r"transfer_mse_block0=")),
+        "rota train recipes/linearize/wikitext2_lrpe_finetune.txtpb": Run(
+            expect=(r"finetune\.lora: rank 8", r"run=runs/wikitext2-lrpe-linearized")),
+        "rota eval runs/wikitext2-lrpe-linearized --split test": Run(
+            expect=(r"split=test loss=\S+ ppl=",)),
     },
     "docs/training.md": {
         "build/rota train recipes/tests/tiny_causal_lm.txtpb --out runs/tiny-early --set "
