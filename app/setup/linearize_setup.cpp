@@ -1,6 +1,7 @@
 // Linearisation's attention transfer (see linearize_setup.h).
 #include "app/setup/linearize_setup.h"
 
+#include "app/setup/lora_setup.h"
 #include "app/setup/model_setup.h"
 #include "framework/autograd/grad_mode.h"
 #include "framework/autograd/ops/elementwise.h"
@@ -9,6 +10,7 @@
 #include "framework/base/error.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
+#include "framework/nn/lora.h"
 #include "recipes/loader.h"
 
 namespace rota::app {
@@ -41,7 +43,17 @@ std::shared_ptr<models::CausalLm> load_attention_teacher(const recipes::Recipe& 
   for (int64_t i = 0; i < s.num_blocks(); ++i) {
     ROTA_CHECK(!s.block(i).is_softmax(), "linearize: the student's block {} is softmax", i);
   }
-  teacher->load_state_dict(checkpoint.model, /*strict=*/true);
+  StateDict weights = checkpoint.model;
+  if (nn::has_lora_adapters(weights)) {
+    // A teacher fine-tuned with low-rank adapters: the model it computes is the merged one.
+    ROTA_CHECK(teacher_recipe.has_finetune() && teacher_recipe.finetune().has_lora(),
+               "linearize: the teacher {} holds low-rank adapters but its recipe has no "
+               "finetune.lora to say their scale",
+               source.string());
+    nn::merge_lora_adapters(weights,
+                            lora_options_from_recipe(teacher_recipe.finetune().lora()).scale());
+  }
+  teacher->load_state_dict(weights, /*strict=*/true);
   for (auto& [name, param] : teacher->named_parameters()) Variable(param).set_requires_grad(false);
   teacher->eval();
   return teacher;

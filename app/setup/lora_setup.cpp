@@ -82,9 +82,16 @@ int64_t freeze_all_but_adapters(const recipes::Recipe& recipe, nn::Module& model
     }
   }
   for (int i = 0; i < lora.train_size(); ++i) {
+    const std::string& entry = lora.train(i);
+    const bool role =
+        entry == "biases" || entry == "norms" || entry == "embeddings" || entry == "positional";
+    if (role && matched[i] == 0) {
+      // A model without that kind of parameter (e.g. no positional ones): nothing to train.
+      io::log_info("finetune.lora.train: the model has no {} to train", entry);
+      continue;
+    }
     ROTA_CHECK(matched[i] > 0,
-               "finetune.lora.train: '{}' matches no trainable parameter of the model",
-               lora.train(i));
+               "finetune.lora.train: '{}' matches no trainable parameter of the model", entry);
   }
   return frozen;
 }

@@ -746,7 +746,8 @@ TEST(Ablate, ShippedAblationsPlanEveryRunAndEveryExtrapolationLength) {
   TempDir tmp;
   for (const char* name :
        {"encodings_causal", "p_matrix", "bidirectional_glue", "softmax_vs_linear",
-        "init_schemes_width256", "init_schemes_width128", "init_schemes_300_steps"}) {
+        "init_schemes_width256", "init_schemes_width128", "init_schemes_300_steps",
+        "linearize_wikitext2", "linearize_scratch_wikitext2"}) {
     const recipes::AblationPlan plan =
         recipes::load_ablation(source_path("recipes/ablations/" + std::string(name) + ".txtpb"));
     const auto runs = plan_runs(plan, tmp / name);

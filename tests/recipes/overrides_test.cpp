@@ -202,7 +202,7 @@ const BadOverride kBadOverrides[] = {
      "attention, position, classifier, hybrid, kv_heads, biases, vocab_size"},
     {"unknown_top_level", "optim.lr=3",
      "--set optim.lr=3: unknown field 'optim' (did you mean 'optimizer'?); fields here: version, "
-     "name, description, model, data, optimizer, schedule, train, finetune"},
+     "name, description, model, data, optimizer, schedule, train, finetune, linearize"},
     {"through_a_scalar", "model.width.x=3",
      "--set model.width.x=3: model.width: is a int32, not a message, so it has no field 'x'"},
     {"through_a_repeated", "finetune.freeze.x=3",

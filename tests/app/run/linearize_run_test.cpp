@@ -13,7 +13,9 @@
 #include "app/run/train_run.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/checkpoint_paths.h"
+#include "framework/nn/lora.h"
 #include "recipes/recipe_error.h"
+#include "tests/app/run/quiet_training.h"
 #include "tests/framework/io/io_test_util.h"
 #include "tests/support/run_metrics.h"
 #include "tests/support/temp_dir.h"
@@ -28,28 +30,13 @@ using rota::testing::TempDir;
 
 int train(const fs::path& out, std::vector<std::string> overrides, bool resume = false,
           int64_t stop_after = 0) {
-  TrainRequest args;
-  args.recipe = std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb";
-  args.out = out.string();
-  args.overrides = std::move(overrides);
-  args.resume = resume;
-  args.stop_after = stop_after;
-  args.progress = ProgressMode::kNone;
-  ::testing::internal::CaptureStdout();
-  try {
-    const int code = run_training(args);
-    ::testing::internal::GetCapturedStdout();
-    return code;
-  } catch (...) {
-    ::testing::internal::GetCapturedStdout();
-    throw;
-  }
+  return testing::train_quietly(
+      std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb", out,
+      std::move(overrides), resume, stop_after);
 }
 
 fs::path latest(const fs::path& run) {
-  auto dir = io::find_latest(run);
-  EXPECT_TRUE(dir.has_value()) << run;
-  return dir.value_or(fs::path());
+  return testing::latest_checkpoint(run);
 }
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
@@ -162,6 +149,30 @@ TEST_F(Linearize, AGroupedQueryTeacherAndAStageTwoWithAdapters) {
   ASSERT_EQ(tuned_valid.size(), 1u);
   EXPECT_FALSE(tuned_valid.back().contains("transfer_mse"));
   EXPECT_LT(tuned_valid.back()["loss"].get<double>(), valid.back()["loss"].get<double>());
+}
+
+TEST_F(Linearize, ATeacherFineTunedWithAdaptersTeachesItsMergedModel) {
+  const fs::path adapted = tmp_ / "adapted", student = tmp_ / "student";
+  ASSERT_EQ(
+      train(adapted, {"model.attention={softmax {}}", "model.position={rope {}}",
+                      "finetune.init_from=" + teacher().string(), "finetune.lora.rank=4",
+                      "finetune.lora.targets+=q_proj", "train.steps=5", "train.eval_every=5"}),
+      kExitOk);
+  ASSERT_EQ(train(student, transfer(adapted, {"linearize.train_projections=false", "train.steps=3",
+                                              "train.eval_every=3"})),
+            kExitOk);
+  StateDict merged = io::load_checkpoint(latest(adapted)).model;
+  EXPECT_EQ(nn::merge_lora_adapters(merged, 16.0 / 4.0).size(), 2u);
+  const io::Checkpoint s = io::load_checkpoint(latest(student));
+  // The projections did not train: they are the teacher's merged ones, not its base's.
+  for (const char* name :
+       {"encoder.blocks.0.attn.q_proj.weight", "encoder.blocks.1.attn.q_proj.weight",
+        "encoder.blocks.1.ffn.fc1.weight"}) {
+    EXPECT_TRUE(same_bytes(s.model.at(name), merged.at(name))) << name;
+  }
+  const io::Checkpoint base = io::load_checkpoint(latest(teacher()));
+  EXPECT_FALSE(same_bytes(s.model.at("encoder.blocks.0.attn.q_proj.weight"),
+                          base.model.at("encoder.blocks.0.attn.q_proj.weight")));
 }
 
 TEST_F(Linearize, RefusesWhatItCannotDo) {

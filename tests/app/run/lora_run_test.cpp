@@ -21,6 +21,7 @@
 #include "framework/io/safetensors.h"
 #include "recipes/loader.h"
 #include "recipes/recipe_error.h"
+#include "tests/app/run/quiet_training.h"
 #include "tests/framework/io/io_test_util.h"
 #include "tests/support/temp_dir.h"
 
@@ -37,28 +38,11 @@ std::string recipe_path(const std::string& name) {
 
 int train(const std::string& recipe, const fs::path& out, std::vector<std::string> overrides,
           bool resume = false, int64_t stop_after = 0) {
-  TrainRequest args;
-  args.recipe = recipe_path(recipe);
-  args.out = out.string();
-  args.overrides = std::move(overrides);
-  args.resume = resume;
-  args.stop_after = stop_after;
-  args.progress = ProgressMode::kNone;
-  ::testing::internal::CaptureStdout();
-  try {
-    const int code = run_training(args);
-    ::testing::internal::GetCapturedStdout();
-    return code;
-  } catch (...) {
-    ::testing::internal::GetCapturedStdout();
-    throw;
-  }
+  return testing::train_quietly(recipe_path(recipe), out, std::move(overrides), resume, stop_after);
 }
 
 fs::path latest(const fs::path& run) {
-  auto dir = io::find_latest(run);
-  EXPECT_TRUE(dir.has_value()) << run;
-  return dir.value_or(fs::path());
+  return testing::latest_checkpoint(run);
 }
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
@@ -264,6 +248,33 @@ TEST_F(LoraRun, AClassifierFromAMaskedLmTrainsItsNewHeadBesideTheAdapters) {
   EXPECT_FALSE(stored.count("encoder.blocks.0.attn.v_proj.weight"));
   // It evaluates from the adapters plus its base.
   EXPECT_NO_THROW(load_checkpoint_task(cls.string()).task->evaluate_split("valid", 2));
+}
+
+TEST_F(LoraRun, ARoleTheModelLacksIsNoErrorButAPrefixThatMatchesNothingIs) {
+  const fs::path nope = tmp_ / "nope", run = tmp_ / "lora";
+  ASSERT_EQ(train("tiny_causal_lm", nope,
+                  {"model.position={none {}}", "train.steps=2", "train.eval_every=2"}),
+            kExitOk);
+  ASSERT_EQ(
+      train("tiny_causal_lm", run,
+            lora_overrides(nope, {"model.position={none {}}", "finetune.lora.train+=positional",
+                                  "finetune.lora.train+=norms", "train.steps=2"})),
+      kExitOk);
+  std::set<std::string> stored;
+  for (const auto& [name, tensor] : io::load_safetensors(latest(run) / io::kModelFile).tensors) {
+    stored.insert(name);
+  }
+  EXPECT_TRUE(stored.count("encoder.final_norm.weight"));  // norms train
+  EXPECT_EQ(stored.size(), 16u + 2u + 2 * 6u);  // adapters, final norm, ln1/ln2/attn.norm × 2
+  try {
+    train("tiny_causal_lm", tmp_ / "bad",
+          lora_overrides(nope, {"model.position={none {}}", "finetune.lora.train+=encoder.pos"}));
+    ADD_FAILURE() << "a prefix that matches nothing was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'encoder.pos' matches no trainable parameter"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(LoraRun, RefusesTargetsAndNamesThatSelectNothing) {
