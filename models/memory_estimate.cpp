@@ -167,6 +167,14 @@ double parameter_count(const ModelOptions& o) {
   return count;
 }
 
+MemoryEstimate with_trainable_parameters(MemoryEstimate m, double trainable, double added,
+                                         DType dtype) {
+  m.parameters += added;
+  m.parameter_bytes = 4.0 * m.parameters;
+  m.state_bytes = trainable * (4.0 + 8.0) + m.parameters * (dtype == DType::kBF16 ? 2.0 : 0.0);
+  return m;
+}
+
 MemoryEstimate training_memory(const ModelOptions& o, int64_t batch, int64_t sequence_length) {
   MemoryEstimate m;
   m.parameters = parameter_count(o);

@@ -25,6 +25,13 @@ double parameter_count(const ModelOptions& options);
 /// AdamW (two moments per parameter) and, for bf16, the bf16 parameter copies.
 MemoryEstimate training_memory(const ModelOptions& options, int64_t batch, int64_t sequence_length);
 
+/// `estimate` (from training_memory) for a model of which only `trainable` parameters train
+/// (frozen parameters, low-rank adapters): gradients and AdamW moments for those only; bf16 runs
+/// still keep bf16 copies of every weight. The adapters' own weights are not in `parameters`:
+/// pass them in `added` (they count as parameters and train).
+MemoryEstimate with_trainable_parameters(MemoryEstimate estimate, double trainable, double added,
+                                         DType dtype);
+
 /// One forward pass without gradients (eval, predict) over `batch` × `sequence_length` tokens.
 MemoryEstimate inference_memory(const ModelOptions& options, int64_t batch,
                                 int64_t sequence_length);

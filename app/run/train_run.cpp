@@ -106,6 +106,8 @@ TrainingSetup set_up_training(const recipes::Recipe& recipe,
   } else {
     setup.base_weights = apply_finetune(recipe, model).base_weights;
   }
+  // With adapters the frozen weights need no optimizer state: checked now that it is known.
+  if (recipe.has_finetune() && recipe.finetune().has_lora()) setup.task->check_trained_memory();
   setup.total_steps = total_steps_from_recipe(
       recipe, recipe.train().has_epochs() ? setup.task->steps_per_epoch() : 1);
   setup.optimizer = optimizer_from_recipe(recipe, model);
@@ -189,7 +191,7 @@ int dry_run(const recipes::Recipe& recipe, const std::shared_ptr<distributed::Co
   const models::ModelOptions& options = task.model_options();
   const int64_t length = recipe.data().sequence_length();
   const int64_t micro_batch = task.micro_batch_size();
-  const models::MemoryEstimate memory = models::training_memory(options, micro_batch, length);
+  const models::MemoryEstimate memory = task.trained_memory_estimate();
   int64_t trainable = 0;
   for (const auto& p : task.model().parameters()) {
     trainable += p.requires_grad() ? p.data().numel() : 0;

@@ -89,8 +89,33 @@ void Task::check_model_memory() const {
   const int64_t per_step =
       std::max<int64_t>(1, r.train().gradient_accumulation()) * communicator().world_size();
   const int64_t micro_batch = std::max<int64_t>(1, r.data().batch_size() / per_step);
-  check_memory_budget(models::training_memory(model_options_, micro_batch, length), inputs_.memory,
-                      r, "training", micro_batch, length);
+  models::MemoryEstimate estimate = models::training_memory(model_options_, micro_batch, length);
+  if (r.has_finetune() && r.finetune().has_lora()) {
+    // The weights are frozen: the state of what trains is checked once it is known
+    // (check_trained_memory).
+    estimate = models::with_trainable_parameters(estimate, 0, 0, model_options_.dtype);
+  }
+  check_memory_budget(estimate, inputs_.memory, r, "training", micro_batch, length);
+}
+
+models::MemoryEstimate Task::trained_memory_estimate() {
+  const recipes::Recipe& r = inputs_.recipe;
+  const int64_t length = r.data().sequence_length();
+  double trainable = 0, all = 0;
+  for (const auto& p : model().parameters()) {
+    all += static_cast<double>(p.data().numel());
+    trainable += p.requires_grad() ? static_cast<double>(p.data().numel()) : 0.0;
+  }
+  const models::MemoryEstimate full =
+      models::training_memory(model_options_, micro_batch_size(), length);
+  return models::with_trainable_parameters(full, trainable, all - full.parameters,
+                                           model_options_.dtype);
+}
+
+void Task::check_trained_memory() {
+  const recipes::Recipe& r = inputs_.recipe;
+  check_memory_budget(trained_memory_estimate(), inputs_.memory, r, "training", micro_batch_size(),
+                      r.data().sequence_length());
 }
 
 Task::~Task() = default;

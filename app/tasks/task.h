@@ -20,6 +20,7 @@
 #include "framework/distributed/single_process_communicator.h"
 #include "framework/nn/module.h"
 #include "framework/train/trainer.h"
+#include "models/memory_estimate.h"
 #include "models/model_options.h"
 #include "recipes/recipe.pb.h"
 #include "recipes/recipe_error.h"
@@ -136,6 +137,12 @@ class Task : public train::TrainingTask {
   /// Sequences per micro-batch on this rank: data.batch_size / (train.gradient_accumulation x
   /// ranks).
   int64_t micro_batch_size() const;
+  /// The training memory of the model as built now: gradients and optimizer state only for the
+  /// parameters that train (fine-tuning with frozen parameters or adapters), the adapters' own
+  /// weights included. check_trained_memory refuses it over the budget, as construction does for
+  /// the whole model (with finetune.lora construction leaves that part to it).
+  models::MemoryEstimate trained_memory_estimate();
+  void check_trained_memory();
   /// Sequences per evaluation batch: data.batch_size / train.gradient_accumulation, whatever the
   /// number of ranks (so eval_batches and the results do not depend on it).
   int64_t eval_batch_size() const;

@@ -260,6 +260,23 @@ TEST(MemoryEstimate, TrainingAddsStateAndActivationsThatScaleWithTokensAndLayers
 
 // Block recomputation keeps every block's input (E f32 per token and block) and one block's
 // saved tensors: a 6-block model costs its inputs plus what a 1-block model saves.
+TEST(MemoryEstimate, OnlyTrainedParametersKeepGradientsAndMoments) {
+  const ModelOptions o = base(ModelKind::kCausalLm);
+  const MemoryEstimate full = training_memory(o, 4, 64);
+  // Adapters of 1,000 parameters, 3,000 parameters training in all.
+  const MemoryEstimate adapted = with_trainable_parameters(full, 3000, 1000, DType::kF32);
+  EXPECT_DOUBLE_EQ(adapted.parameters, full.parameters + 1000);
+  EXPECT_DOUBLE_EQ(adapted.parameter_bytes, 4.0 * (full.parameters + 1000));
+  EXPECT_DOUBLE_EQ(adapted.state_bytes, 12.0 * 3000);
+  EXPECT_DOUBLE_EQ(adapted.activation_bytes, full.activation_bytes);
+  // bf16 copies of every weight stay, frozen or not.
+  EXPECT_DOUBLE_EQ(with_trainable_parameters(full, 3000, 1000, DType::kBF16).state_bytes,
+                   12.0 * 3000 + 2.0 * (full.parameters + 1000));
+  // Everything training and nothing added: the plain estimate.
+  EXPECT_DOUBLE_EQ(with_trainable_parameters(full, full.parameters, 0, DType::kF32).state_bytes,
+                   full.state_bytes);
+}
+
 TEST(MemoryEstimate, RecomputedBlocksKeepTheirInputsAndOneBlock) {
   ModelOptions one = base(ModelKind::kCausalLm);
   one.layers = 1;

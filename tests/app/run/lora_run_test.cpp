@@ -277,6 +277,39 @@ TEST_F(LoraRun, ARoleTheModelLacksIsNoErrorButAPrefixThatMatchesNothingIs) {
   }
 }
 
+// The memory budget counts gradients and optimizer state for what trains only: a budget the
+// full fine-tune exceeds (its AdamW state alone is 12 bytes per parameter) admits the adapters.
+TEST_F(LoraRun, TheMemoryBudgetCountsOnlyWhatTrains) {
+  const auto dry = [&](std::vector<std::string> overrides, int64_t budget) {
+    TrainRequest args;
+    args.recipe = recipe_path("tiny_causal_lm");
+    args.out = (tmp_ / "dry").string();
+    args.overrides = std::move(overrides);
+    args.dry_run = true;
+    args.max_memory = budget;
+    args.progress = ProgressMode::kNone;
+    ::testing::internal::CaptureStdout();
+    try {
+      const int code = run_training(args);
+      return std::make_pair(code, ::testing::internal::GetCapturedStdout());
+    } catch (const std::exception& e) {
+      ::testing::internal::GetCapturedStdout();
+      return std::make_pair(-1, std::string(e.what()));
+    }
+  };
+  const auto [lora_code, lora_out] = dry(lora_overrides(base()), 0);
+  ASSERT_EQ(lora_code, kExitOk) << lora_out;
+  // 8 adapters of rank 4 on 32 × 32 projections: 4 · (32 + 32) · 8 = 2,048 parameters.
+  EXPECT_NE(lora_out.find("(2048 trainable)"), std::string::npos) << lora_out;
+  EXPECT_NE(lora_out.find("gradients and optimizer state 24 KB"), std::string::npos) << lora_out;
+  const auto [full_code, full_out] = dry({"finetune.init_from=" + base().string()}, 0);
+  ASSERT_EQ(full_code, kExitOk) << full_out;
+  EXPECT_NE(full_out.find("gradients and optimizer state 299 KB"), std::string::npos) << full_out;
+  // 1 MB: the adapted run (~0.9 MB) fits, the full fine-tune (~1.2 MB) does not.
+  EXPECT_EQ(dry(lora_overrides(base()), 1 << 20).first, kExitOk);
+  EXPECT_NE(dry({"finetune.init_from=" + base().string()}, 1 << 20).first, kExitOk);
+}
+
 TEST_F(LoraRun, RefusesTargetsAndNamesThatSelectNothing) {
   int attempt = 0;
   const auto message_of = [&](std::vector<std::string> extra) {
