@@ -45,13 +45,21 @@ double position_parameters(const ModelOptions& o) {
   return 0;
 }
 
+/// Attention features per query/key element: 2 for LRPE Type 1 (cos and sin) and the hedgehog
+/// feature map (softmax both ways), else 1.
+double feature_factor(const ModelOptions& o) {
+  if (is_softmax(o)) return 1.0;
+  if (o.attention.feature_map == nn::FeatureMap::kHedgehog) return 2.0;
+  const auto* lrpe = std::get_if<nn::LrpeOptions>(&o.position);
+  return lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary ? 2.0 : 1.0;
+}
+
 /// Parameters of one block's state gate (GLA, SSD, delta rule's β, a learnable decay).
 double state_gate_parameters(const ModelOptions& o) {
   if (is_softmax(o)) return 0;
   const double e = static_cast<double>(o.dim);
   const double h = static_cast<double>(o.heads);
-  const auto* lrpe = std::get_if<nn::LrpeOptions>(&o.position);
-  const double f = (e / h) * (lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary ? 2 : 1);
+  const double f = (e / h) * feature_factor(o);
   const nn::StateGateOptions& g = o.attention.state_gate;
   double count = 0;
   if (g.gating == nn::StateGating::kGla) {
@@ -65,12 +73,6 @@ double state_gate_parameters(const ModelOptions& o) {
     count += h;  // decay_log_rate
   }
   return count;
-}
-
-/// Attention features per query/key element: 2 for LRPE Type 1 (cos and sin), else 1.
-double feature_factor(const ModelOptions& o) {
-  const auto* lrpe = std::get_if<nn::LrpeOptions>(&o.position);
-  return lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary ? 2.0 : 1.0;
 }
 
 /// Floats one token keeps per layer for the backward pass (or, inference, at most at once).
@@ -144,6 +146,8 @@ double parameter_count(const ModelOptions& o) {
       if (b.attention.norm == nn::LinearAttentionNorm::kGroupNorm) block += (1.0 + norm_bias) * e;
       if (b.attention.output_gate != nn::OutputGate::kNone) block += e * e + qkv_bias * e;
       block += state_gate_parameters(b);
+      // The hedgehog feature map: W [H, D, D] and b [H, D].
+      if (b.attention.feature_map == nn::FeatureMap::kHedgehog) block += e * (e / b.heads) + e;
     }
     count += block;
   }

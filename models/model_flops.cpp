@@ -39,7 +39,8 @@ double block_forward_flops(const ModelOptions& o, int64_t sequence_length) {
     attention = 4.0 * keys * d;
   } else {
     const auto* lrpe = std::get_if<nn::LrpeOptions>(&o.position);
-    const bool doubled = lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary;
+    const bool doubled = (lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary) ||
+                         o.attention.feature_map == nn::FeatureMap::kHedgehog;
     const double features = doubled ? 2.0 * d : d;
     const double chunk = std::min<double>(static_cast<double>(o.attention.chunk_size), n);
     attention = causal ? 2.0 * chunk * features + 4.0 * features * d : 4.0 * features * d;
@@ -48,10 +49,13 @@ double block_forward_flops(const ModelOptions& o, int64_t sequence_length) {
     // The state gate's projections: GLA's E×r and r×H·F', Mamba-2's Δ and the delta rule's β
     // (E×H each).
     const auto* lrpe = std::get_if<nn::LrpeOptions>(&o.position);
-    const double features =
-        lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary ? 2.0 * d : d;
+    const bool doubled = (lrpe != nullptr && lrpe->core == backend::LrpeCore::kUnitary) ||
+                         o.attention.feature_map == nn::FeatureMap::kHedgehog;
+    const double features = doubled ? 2.0 * d : d;
     const nn::StateGateOptions& g = o.attention.state_gate;
     double gate = 0;
+    // The hedgehog feature map's per-head D×D projections of q and k.
+    if (o.attention.feature_map == nn::FeatureMap::kHedgehog) gate += 2.0 * e * d;
     if (g.gating == nn::StateGating::kGla) {
       const double r = static_cast<double>(g.gla_rank);
       gate += e * r + r * heads * features;

@@ -127,6 +127,12 @@ std::string signed_feature_reason(const LinearAttention& linear, const Position&
 void check_linear_attention(Checker& check, const LinearAttention& linear, const Position& position,
                             const std::string& path) {
   check.at_least(path + ".chunk_size", linear.chunk_size(), 1);
+  if (linear.feature_map() == LinearAttention::HEDGEHOG &&
+      (position.has_rope() || position.has_lrpe() || position.has_permute_former())) {
+    check.fail(path + ".feature_map",
+               "HEDGEHOG takes no positional encoding on the features (rope, lrpe, "
+               "permute_former): set model.position to none {} or an absolute one");
+  }
   if (linear.has_decay() && position.has_permute_former()) {
     check.fail(path + ".decay",
                "permute_former brings its own per-head decay; drop the decay or choose another "

@@ -61,6 +61,8 @@ nn::FeatureMap feature_map_of(recipes::LinearAttention::FeatureMap f) {
       return nn::FeatureMap::kIdentity;
     case recipes::LinearAttention::EXP:
       return nn::FeatureMap::kExp;
+    case recipes::LinearAttention::HEDGEHOG:
+      return nn::FeatureMap::kHedgehog;
   }
   return nn::FeatureMap::kOnePlusElu;
 }

@@ -38,6 +38,10 @@ std::vector<Case> cases() {
     auto add = [&](const std::string& name, ModelOptions o) { all.push_back({k + "_" + name, o}); };
     ModelOptions o = base(kind);
     add("lrpe2_householder", o);
+    o.position = nn::NoPosition{};
+    o.attention.feature_map = nn::FeatureMap::kHedgehog;
+    add("hedgehog", o);
+    o = base(kind);
     for (backend::LrpeCore core : {backend::LrpeCore::kUnitary, backend::LrpeCore::kPermutation}) {
       for (backend::LrpeP p :
            {backend::LrpeP::kIdentity, backend::LrpeP::kHouseholder, backend::LrpeP::kOddEven}) {
@@ -85,6 +89,12 @@ std::vector<Case> cases() {
       o.attention.state_gate.gating = nn::StateGating::kGla;
       o.attention.state_gate.gla_rank = 5;
       add("gla_type1", o);
+      o = base(kind);
+      o.position = nn::NoPosition{};
+      o.attention.feature_map = nn::FeatureMap::kHedgehog;
+      o.attention.state_gate.gating = nn::StateGating::kGla;
+      o.attention.state_gate.gla_rank = 5;
+      add("hedgehog_gla", o);
       o = base(kind);
       o.attention.state_gate.gating = nn::StateGating::kSsd;
       o.attention.state_gate.rule = nn::UpdateRule::kDelta;

@@ -78,6 +78,14 @@ inline std::vector<Variant> variants(DType dtype) {
   ModelOptions gated_delta = deltanet;
   gated_delta.attention.state_gate.gating = nn::StateGating::kSsd;
   out.push_back({"Gated DeltaNet", gated_delta});
+  ModelOptions hedgehog = base(dtype);
+  hedgehog.position = nn::NoPosition{};
+  hedgehog.attention.feature_map = nn::FeatureMap::kHedgehog;
+  out.push_back({"Hedgehog feature map", hedgehog});
+  ModelOptions hedgehog_gla = hedgehog;
+  hedgehog_gla.attention.state_gate.gating = nn::StateGating::kGla;
+  hedgehog_gla.attention.state_gate.gla_rank = 4;
+  out.push_back({"Hedgehog feature map, GLA", hedgehog_gla});
   ModelOptions post = base(dtype);
   post.norm_placement = models::NormPlacement::kPost;
   post.tie_embeddings = false;

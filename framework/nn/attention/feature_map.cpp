@@ -11,7 +11,9 @@ FeatureMap parse_feature_map(const std::string& name) {
   if (name == "silu") return FeatureMap::kSilu;
   if (name == "identity") return FeatureMap::kIdentity;
   if (name == "exp") return FeatureMap::kExp;
-  fail("feature map: unknown name '{}' (expected 1+elu, relu, silu, identity or exp)", name);
+  if (name == "hedgehog") return FeatureMap::kHedgehog;
+  fail("feature map: unknown name '{}' (expected 1+elu, relu, silu, identity, exp or hedgehog)",
+       name);
 }
 
 const char* feature_map_name(FeatureMap map) {
@@ -26,12 +28,15 @@ const char* feature_map_name(FeatureMap map) {
       return "identity";
     case FeatureMap::kExp:
       return "exp";
+    case FeatureMap::kHedgehog:
+      return "hedgehog";
   }
   return "?";
 }
 
 bool feature_map_is_nonnegative(FeatureMap map) {
-  return map == FeatureMap::kOnePlusElu || map == FeatureMap::kRelu || map == FeatureMap::kExp;
+  return map == FeatureMap::kOnePlusElu || map == FeatureMap::kRelu || map == FeatureMap::kExp ||
+         map == FeatureMap::kHedgehog;
 }
 
 Variable apply_feature_map(FeatureMap map, const Variable& x) {
@@ -46,8 +51,10 @@ Variable apply_feature_map(FeatureMap map, const Variable& x) {
       return x;
     case FeatureMap::kExp:
       return exp(x);
+    case FeatureMap::kHedgehog:
+      break;
   }
-  return x;
+  fail("feature map '{}' has parameters: LinearAttention applies it", feature_map_name(map));
 }
 
 }  // namespace rota::nn

@@ -33,8 +33,9 @@ LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generato
   k_proj_ = register_module("k_proj", std::make_shared<Linear>(proj, gen));
   v_proj_ = register_module("v_proj", std::make_shared<Linear>(proj, gen));
   out_proj_ = register_module(
-      "out_proj", std::make_shared<Linear>(
-                      LinearOptions{e, e, options.output_bias, options.dtype, options.output_init}, gen));
+      "out_proj",
+      std::make_shared<Linear>(
+          LinearOptions{e, e, options.output_bias, options.dtype, options.output_init}, gen));
   if (options.norm == LinearAttentionNorm::kLayerNorm) {
     layer_norm_ = register_module(
         "norm", std::make_shared<LayerNorm>(NormOptions{e, options.norm_eps.value_or(1e-5), true,
@@ -77,6 +78,14 @@ LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generato
     lrpe->dtype = options.dtype;
     lrpe_ = register_module("lrpe", std::make_shared<Lrpe>(*lrpe, gen));
   }
+  if (options.feature_map == FeatureMap::kHedgehog) {
+    ROTA_CHECK(!lrpe_ && !permute_former_,
+               "LinearAttention: the hedgehog feature map takes no positional encoding on the "
+               "features (rope, lrpe, permute_former): its 2D-wide softmax features are what "
+               "attention transfer fits; use position none (or an absolute one)");
+    hedgehog_ = register_module("feature_map", std::make_shared<HedgehogFeatureMap>(
+                                                   options.heads, head_dim(), options.dtype));
+  }
   StateGateOptions gate = options.state_gate;
   if (options.decay.learnable && !decay_rates_.empty()) {
     gate.learnable_decay = decay_rates_;  // the rates become parameters: the gated kernel
@@ -112,10 +121,12 @@ LinearAttention::LinearAttention(const LinearAttentionOptions& options, Generato
 }
 
 int64_t LinearAttention::feature_dim() const {
+  if (hedgehog_) return hedgehog_->feature_dim();
   return lrpe_ ? lrpe_->feature_dim() : head_dim();
 }
 
 Variable LinearAttention::features(const Variable& x, int64_t offset) const {
+  if (hedgehog_) return hedgehog_->forward(x);  // [B, H, N, D] → [B, H, N, 2D]
   if (permute_former_)
     return apply_feature_map(options_.feature_map, permute_former_->permute(x, offset));
   if (lrpe_ && options_.feature_map == FeatureMap::kOnePlusElu) {

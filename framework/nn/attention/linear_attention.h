@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "framework/nn/attention/feature_map.h"
+#include "framework/nn/attention/hedgehog_feature_map.h"
 #include "framework/nn/attention/state_decay.h"
 #include "framework/nn/attention/state_gate.h"
 #include "framework/nn/group_norm.h"
@@ -66,7 +67,7 @@ struct LinearAttentionState {
 /// Children: `q_proj`, `k_proj`, `v_proj`, `out_proj` (Linear, bias by options), `norm`
 /// (LayerNorm / RMSNorm / GroupNorm over E, absent with the denominator), `gate_proj` (with an
 /// output gate), `state_gate` (GLA, SSD, delta rule, learnable decay), `lrpe` (LRPE and RoPE) or
-/// `permute_former`.
+/// `permute_former`, `feature_map` (the hedgehog feature map's parameters).
 class LinearAttention : public Module {
  public:
   LinearAttention(const LinearAttentionOptions& options, Generator& gen);
@@ -129,6 +130,7 @@ class LinearAttention : public Module {
 
   LinearAttentionOptions options_;
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_, gate_proj_;
+  std::shared_ptr<HedgehogFeatureMap> hedgehog_;  // feature_map = kHedgehog
   std::shared_ptr<LayerNorm> layer_norm_;
   std::shared_ptr<RMSNorm> rms_norm_;
   std::shared_ptr<GroupNorm> group_norm_;

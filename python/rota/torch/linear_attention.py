@@ -157,6 +157,20 @@ def bidirectional_linear_attention(q, k, v, key_mask=None):
     return q @ (k.transpose(-1, -2) @ v)
 
 
+class HedgehogFeatureMap(nn.Module):
+    """Rota's `HedgehogFeatureMap`: per head [softmax(xW + b), softmax(−(xW + b))], W = I, b = 0
+    at initialisation (framework/nn/attention/hedgehog_feature_map.h)."""
+
+    def __init__(self, heads, head_dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.eye(head_dim).repeat(heads, 1, 1))  # [H, D, D]
+        self.bias = nn.Parameter(torch.zeros(heads, head_dim))  # [H, D]
+
+    def forward(self, x):  # [B, H, N, D] → [B, H, N, 2D]
+        z = x @ self.weight.to(x.dtype) + self.bias.to(x.dtype)[None, :, None, :]
+        return torch.cat([torch.softmax(z, -1), torch.softmax(-z, -1)], -1)
+
+
 class LinearAttention(nn.Module):
     """Rota's `LinearAttention` (framework/nn/attention/linear_attention.cpp), same parameter names."""
 
@@ -204,8 +218,14 @@ class LinearAttention(nn.Module):
         elif position.kind == "lrpe":
             self.lrpe = Lrpe(self.head_dim, position.type, position.pairing, position.p,
                              position.learn_theta, position.theta_base)
+        self.feature_map = None
+        if config.feature_map == "hedgehog":
+            if self.lrpe is not None or self.permute_former is not None:
+                raise ValueError("LinearAttention: the hedgehog feature map takes no positional "
+                                 "encoding on the features (rope, lrpe, permute_former)")
+            self.feature_map = HedgehogFeatureMap(h, self.head_dim)
         if config.normalization == "denominator":
-            if config.feature_map not in ("one_plus_elu", "relu", "exp"):
+            if config.feature_map not in ("one_plus_elu", "relu", "exp", "hedgehog"):
                 raise ValueError("LinearAttention: the denominator needs non-negative features, "
                                  f"but feature map {config.feature_map!r} is signed")
             if self.lrpe is not None and self.lrpe.makes_features_signed:
@@ -216,9 +236,13 @@ class LinearAttention(nn.Module):
 
     @property
     def feature_dim(self):
+        if self.feature_map is not None:
+            return 2 * self.head_dim
         return self.lrpe.feature_dim if self.lrpe is not None else self.head_dim
 
     def features(self, x, offset=0):  # [B, H, N, D] → [B, H, N, F]
+        if self.feature_map is not None:
+            return self.feature_map(x)
         if self.permute_former is not None:
             return feature_map(self.config.feature_map, self.permute_former.permute(x, offset))
         phi = feature_map(self.config.feature_map, x)

@@ -1,6 +1,7 @@
 // Linearisation end to end: a softmax teacher, attention transfer (only the attention moves, the
 // transfer loss falls and is logged per block, resume is bit-exact, a grouped-query teacher
 // works), then stage 2 as an ordinary fine-tune with adapters; and the refusals.
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -175,6 +176,33 @@ TEST_F(Linearize, ATeacherFineTunedWithAdaptersTeachesItsMergedModel) {
                           base.model.at("encoder.blocks.0.attn.q_proj.weight")));
 }
 
+TEST_F(Linearize, AHedgehogFeatureMapIsFittedWithTheProjectionsFrozen) {
+  const fs::path student = tmp_ / "hedgehog";
+  ASSERT_EQ(train(student, transfer(teacher(), {"model.attention.linear.feature_map=HEDGEHOG",
+                                                "model.position={none {}}",
+                                                "linearize.train_projections=false"})),
+            kExitOk);
+  const auto valid = metrics_lines(student, "valid");
+  EXPECT_LT(valid.back()["transfer_mse"].get<double>(),
+            0.7 * valid.front()["transfer_mse"].get<double>());
+  const io::Checkpoint t = io::load_checkpoint(latest(teacher()));
+  const io::Checkpoint s = io::load_checkpoint(latest(student));
+  // Only the feature maps and the attention norms moved; the projections are the teacher's.
+  const Tensor& w = s.model.at("encoder.blocks.0.attn.feature_map.weight");
+  EXPECT_EQ(w.shape(), (Shape{2, 16, 16}));
+  double off_identity = 0;
+  const std::vector<double> values = w.to_double_vector();
+  for (int64_t i = 0; i < 16; ++i) {
+    for (int64_t j = 0; j < 16; ++j) off_identity += std::abs(values[i * 16 + j] - (i == j));
+  }
+  EXPECT_GT(off_identity, 1e-3);
+  for (const char* name :
+       {"encoder.blocks.0.attn.q_proj.weight", "encoder.blocks.1.attn.k_proj.bias",
+        "encoder.blocks.1.ffn.fc2.weight"}) {
+    EXPECT_TRUE(same_bytes(s.model.at(name), t.model.at(name))) << name;
+  }
+}
+
 TEST_F(Linearize, RefusesWhatItCannotDo) {
   const auto message_of = [&](const fs::path& out, std::vector<std::string> overrides) {
     try {
@@ -189,6 +217,9 @@ TEST_F(Linearize, RefusesWhatItCannotDo) {
   m = message_of(tmp_ / "b",
                  transfer(teacher(), {"model.attention={softmax {}}", "model.position={rope {}}"}));
   EXPECT_NE(m.find("the student needs linear attention in every block"), std::string::npos) << m;
+  m = message_of(tmp_ / "h", transfer(teacher(), {"model.attention.linear.feature_map=HEDGEHOG"}));
+  EXPECT_NE(m.find("HEDGEHOG takes no positional encoding on the features"), std::string::npos)
+      << m;
   m = message_of(tmp_ / "c", transfer(teacher(), {"train.carry_state=true"}));
   EXPECT_NE(m.find("remove train.carry_state"), std::string::npos) << m;
   // A linear-attention run is no teacher.

@@ -38,6 +38,7 @@ struct StepCase {
   nn::OutputGate gate = nn::OutputGate::kNone;
   nn::StateGateOptions state_gate = {};
   bool learnable_decay = false;
+  nn::FeatureMap feature_map = nn::FeatureMap::kOnePlusElu;
 };
 
 nn::StateGateOptions gating(nn::StateGating kind, nn::UpdateRule rule = nn::UpdateRule::kAdditive) {
@@ -59,6 +60,7 @@ TEST_P(RecurrentStep, TokenByTokenEqualsFullCausalPass) {
   o.decay.learnable = c.learnable_decay;
   o.output_gate = c.gate;
   o.state_gate = c.state_gate;
+  o.feature_map = c.feature_map;
   LinearAttention layer(o, gen);
   const int64_t b = 2, n = 7;
   const Tensor x = randn({b, n, o.dim}, gen, 0, 1, DType::kF64);
@@ -112,7 +114,26 @@ INSTANTIATE_TEST_SUITE_P(
         StepCase{"GatedDeltaNetLrpe", LinearAttentionNorm::kRmsNorm,
                  lrpe_with(backend::LrpeCore::kOrthogonal, backend::LrpeP::kHouseholder),
                  nn::DecaySchedule::kNone, nn::OutputGate::kSwish,
-                 gating(nn::StateGating::kSsd, nn::UpdateRule::kDelta)}),
+                 gating(nn::StateGating::kSsd, nn::UpdateRule::kDelta)},
+        StepCase{"HedgehogLayerNorm",
+                 LinearAttentionNorm::kLayerNorm,
+                 std::nullopt,
+                 nn::DecaySchedule::kNone,
+                 nn::OutputGate::kNone,
+                 {},
+                 false,
+                 nn::FeatureMap::kHedgehog},
+        StepCase{"HedgehogDenominatorTransNormerDecay",
+                 LinearAttentionNorm::kDenominator,
+                 std::nullopt,
+                 nn::DecaySchedule::kTransNormer,
+                 nn::OutputGate::kNone,
+                 {},
+                 false,
+                 nn::FeatureMap::kHedgehog},
+        StepCase{"HedgehogGla", LinearAttentionNorm::kRmsNorm, std::nullopt,
+                 nn::DecaySchedule::kNone, nn::OutputGate::kSwish, gating(nn::StateGating::kGla),
+                 false, nn::FeatureMap::kHedgehog}),
     [](const ::testing::TestParamInfo<StepCase>& info) { return info.param.name; });
 
 struct GradCase {
@@ -124,6 +145,7 @@ struct GradCase {
   nn::OutputGate gate = nn::OutputGate::kNone;
   nn::StateGateOptions state_gate = {};
   bool learnable_decay = false;
+  nn::FeatureMap feature_map = nn::FeatureMap::kOnePlusElu;
 };
 
 class LayerGradient : public ::testing::TestWithParam<GradCase> {};
@@ -136,6 +158,7 @@ TEST_P(LayerGradient, InputsAndEveryParameter) {
   o.decay.learnable = c.learnable_decay;
   o.output_gate = c.gate;
   o.state_gate = c.state_gate;
+  o.feature_map = c.feature_map;
   LinearAttention layer(o, gen);
   Variable x(randn({2, 5, 6}, gen, 0, 1, DType::kF64), true);
   const Tensor mask = c.causal ? Tensor() : tensor_from({1, 1, 1, 1, 0, 1, 1, 1, 1, 1}, {2, 5});
@@ -173,7 +196,29 @@ INSTANTIATE_TEST_SUITE_P(
                  nn::OutputGate::kNone, gating(nn::StateGating::kNone, nn::UpdateRule::kDelta)},
         GradCase{"GatedDeltaNet", true, LinearAttentionNorm::kRmsNorm, false,
                  nn::DecaySchedule::kNone, nn::OutputGate::kNone,
-                 gating(nn::StateGating::kSsd, nn::UpdateRule::kDelta)}),
+                 gating(nn::StateGating::kSsd, nn::UpdateRule::kDelta)},
+        GradCase{"CausalHedgehogLayerNorm",
+                 true,
+                 LinearAttentionNorm::kLayerNorm,
+                 false,
+                 nn::DecaySchedule::kNone,
+                 nn::OutputGate::kNone,
+                 {},
+                 false,
+                 nn::FeatureMap::kHedgehog},
+        GradCase{"BidirectionalHedgehogDenominatorMasked",
+                 false,
+                 LinearAttentionNorm::kDenominator,
+                 false,
+                 nn::DecaySchedule::kNone,
+                 nn::OutputGate::kNone,
+                 {},
+                 false,
+                 nn::FeatureMap::kHedgehog},
+        GradCase{"HedgehogGatedDeltaNet", true, LinearAttentionNorm::kRmsNorm, false,
+                 nn::DecaySchedule::kNone, nn::OutputGate::kNone,
+                 gating(nn::StateGating::kSsd, nn::UpdateRule::kDelta), false,
+                 nn::FeatureMap::kHedgehog}),
     [](const ::testing::TestParamInfo<GradCase>& info) { return info.param.name; });
 
 TEST(PermuteFormerLayer, RecurrentEqualsFullAndGradientsCheck) {
