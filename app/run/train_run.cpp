@@ -106,8 +106,11 @@ TrainingSetup set_up_training(const recipes::Recipe& recipe,
   } else {
     setup.base_weights = apply_finetune(recipe, model).base_weights;
   }
-  // With adapters the frozen weights need no optimizer state: checked now that it is known.
-  if (recipe.has_finetune() && recipe.finetune().has_lora()) setup.task->check_trained_memory();
+  // With adapters or attention transfer the frozen weights need no optimizer state: checked
+  // now that it is known.
+  if (recipe.has_finetune() && (recipe.finetune().has_lora() || recipe.has_linearize())) {
+    setup.task->check_trained_memory();
+  }
   setup.total_steps = total_steps_from_recipe(
       recipe, recipe.train().has_epochs() ? setup.task->steps_per_epoch() : 1);
   setup.optimizer = optimizer_from_recipe(recipe, model);

@@ -15,6 +15,19 @@
 
 namespace rota::app {
 
+models::ModelOptions attention_teacher_options(const recipes::Recipe& recipe, int64_t vocab_size) {
+  const std::filesystem::path source = io::resolve_checkpoint(recipe.finetune().init_from());
+  const std::filesystem::path file = source / io::kRecipeFile;
+  const recipes::Recipe teacher_recipe =
+      recipes::load_recipe_text(recipes::read_text_file(file), file.string());
+  models::ModelOptions options = model_options_from_recipe(teacher_recipe, vocab_size);
+  // The teacher only ever runs in eval mode: no dropout stream.
+  options.dropout = 0.0;
+  options.softmax.dropout = 0.0;
+  if (options.hybrid) options.hybrid->softmax.dropout = 0.0;
+  return options;
+}
+
 std::shared_ptr<models::CausalLm> load_attention_teacher(const recipes::Recipe& recipe,
                                                          int64_t vocab_size,
                                                          const models::CausalLm& student) {
@@ -28,11 +41,7 @@ std::shared_ptr<models::CausalLm> load_attention_teacher(const recipes::Recipe& 
       "linearize: the teacher {} must be a causal LM with softmax attention in every "
       "block (it is what the linear attention learns to imitate)",
       source.string());
-  models::ModelOptions options = model_options_from_recipe(teacher_recipe, vocab_size);
-  // The teacher only ever runs in eval mode: no dropout stream.
-  options.dropout = 0.0;
-  options.softmax.dropout = 0.0;
-  if (options.hybrid) options.hybrid->softmax.dropout = 0.0;
+  const models::ModelOptions options = attention_teacher_options(recipe, vocab_size);
   Generator init_gen(0);  // every tensor is loaded below
   auto teacher = std::make_shared<models::CausalLm>(options, init_gen, nullptr);
   const models::Encoder& t = teacher->encoder();

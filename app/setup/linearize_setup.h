@@ -13,6 +13,10 @@
 
 namespace rota::app {
 
+/// The model options of a `linearize` recipe's teacher (read from its checkpoint's recipe, with
+/// `vocab_size` token ids, no dropout), without loading its weights: for the memory check.
+models::ModelOptions attention_teacher_options(const recipes::Recipe& recipe, int64_t vocab_size);
+
 /// The teacher of a `linearize` recipe: the causal LM finetune.init_from names, built from its
 /// own recipe with `vocab_size` token ids, its weights loaded strictly, frozen, in eval mode.
 /// Refuses, naming the checkpoint, a teacher that is not a causal LM with softmax attention in

@@ -55,7 +55,21 @@ int64_t CausalLmTask::prepare_training_data() {
 
 const models::CausalLm& CausalLmTask::teacher() {
   if (!teacher_) {
-    teacher_ = load_attention_teacher(inputs_.recipe, tokenizer().vocab_size(), *model_);
+    // The teacher's weights and its forward pass come on top of the student's training.
+    const recipes::Recipe& r = inputs_.recipe;
+    const int64_t length = r.data().sequence_length();
+    const models::MemoryEstimate student = trained_memory_estimate();
+    const models::MemoryEstimate forward = models::inference_memory(
+        attention_teacher_options(r, tokenizer().vocab_size()), micro_batch_size(), length);
+    models::MemoryEstimate both = student;
+    both.parameters += forward.parameters;
+    both.parameter_bytes += forward.parameter_bytes;
+    both.activation_bytes += forward.activation_bytes;
+    check_memory_budget(both, inputs_.memory, r,
+                        "attention transfer (the student's training and "
+                        "the teacher's forward pass)",
+                        micro_batch_size(), length);
+    teacher_ = load_attention_teacher(r, tokenizer().vocab_size(), *model_);
     io::log_info("linearize: teacher {} ({} blocks of softmax attention)",
                  inputs_.recipe.finetune().init_from(), teacher_->encoder().num_blocks());
   }

@@ -90,9 +90,9 @@ void Task::check_model_memory() const {
       std::max<int64_t>(1, r.train().gradient_accumulation()) * communicator().world_size();
   const int64_t micro_batch = std::max<int64_t>(1, r.data().batch_size() / per_step);
   models::MemoryEstimate estimate = models::training_memory(model_options_, micro_batch, length);
-  if (r.has_finetune() && r.finetune().has_lora()) {
-    // The weights are frozen: the state of what trains is checked once it is known
-    // (check_trained_memory).
+  if (r.has_finetune() && (r.finetune().has_lora() || r.has_linearize())) {
+    // Most weights are frozen (adapters, attention transfer): the state of what trains is
+    // checked once it is known (check_trained_memory).
     estimate = models::with_trainable_parameters(estimate, 0, 0, model_options_.dtype);
   }
   check_memory_budget(estimate, inputs_.memory, r, "training", micro_batch, length);

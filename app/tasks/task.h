@@ -140,7 +140,7 @@ class Task : public train::TrainingTask {
   /// The training memory of the model as built now: gradients and optimizer state only for the
   /// parameters that train (fine-tuning with frozen parameters or adapters), the adapters' own
   /// weights included. check_trained_memory refuses it over the budget, as construction does for
-  /// the whole model (with finetune.lora construction leaves that part to it).
+  /// the whole model (with finetune.lora or linearize construction leaves that part to it).
   models::MemoryEstimate trained_memory_estimate();
   void check_trained_memory();
   /// Sequences per evaluation batch: data.batch_size / train.gradient_accumulation, whatever the

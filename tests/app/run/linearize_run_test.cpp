@@ -203,6 +203,41 @@ TEST_F(Linearize, AHedgehogFeatureMapIsFittedWithTheProjectionsFrozen) {
   }
 }
 
+// The memory check counts the teacher too: a budget the student's training alone fits in, but
+// not with the teacher's weights and forward pass, is refused before the teacher is loaded.
+TEST_F(Linearize, TheMemoryBudgetCountsTheTeacher) {
+  const auto dry = [&](int64_t budget) {
+    TrainRequest args;
+    args.recipe = std::string(ROTA_SOURCE_DIR) + "/recipes/tests/tiny_causal_lm.txtpb";
+    args.out = (tmp_ / "dry").string();
+    args.overrides = transfer(teacher());
+    args.dry_run = true;
+    args.max_memory = budget;
+    args.progress = ProgressMode::kNone;
+    ::testing::internal::CaptureStdout();
+    try {
+      const int code = run_training(args);
+      return std::make_pair(code, ::testing::internal::GetCapturedStdout());
+    } catch (const std::exception& e) {
+      ::testing::internal::GetCapturedStdout();
+      return std::make_pair(-1, std::string(e.what()));
+    }
+  };
+  const auto [code, out] = dry(0);
+  ASSERT_EQ(code, kExitOk) << out;
+  // "memory (estimate): 884 KB = ..." (the student's training).
+  const size_t at = out.find("memory (estimate): ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const double kb = std::stod(out.substr(at + 19));
+  ASSERT_NE(out.find(" KB = ", at), std::string::npos) << out;
+  const auto [refused, message] = dry(static_cast<int64_t>(kb * 1024 * 1.02));
+  EXPECT_NE(refused, kExitOk);
+  EXPECT_NE(message.find("attention transfer (the student's training and the teacher's forward"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(dry(static_cast<int64_t>(kb * 1024 * 3)).first, kExitOk);
+}
+
 TEST_F(Linearize, RefusesWhatItCannotDo) {
   const auto message_of = [&](const fs::path& out, std::vector<std::string> overrides) {
     try {
