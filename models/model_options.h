@@ -85,7 +85,7 @@ struct ModelOptions {
   /// boundaries; the backward recomputes one segment at a time and carries the state's gradient
   /// back (CausalLm::loss). 0: the whole sequence at once.
   int64_t segment_length = 0;
-  InitScheme init_scheme = InitScheme::kNormal;  // see init_scheme.h
+  InitScheme init_scheme = InitScheme::kPyTorch;  // the recipe's default; see init_scheme.h
   double init_std = 0.02;                        // σ of kNormal and kGpt2
   AttentionFamily attention_family = AttentionFamily::kLinear;
   /// Linear attention settings (dim, heads, causal are filled in by the model; the position

@@ -85,6 +85,9 @@ void fill_derived(const Recipe& recipe, pb::Message& message) {
   const Model& model = recipe.model();
   if (type == "rota.recipes.Model") {
     auto& m = static_cast<Model&>(message);
+    // A σ without a scheme asks for NORMAL: what such a recipe meant before the default became
+    // PYTORCH (issue 39), and the only reading under which its init_std applies.
+    if (m.has_init_std() && !m.has_init_scheme()) m.set_init_scheme(Model::NORMAL);
     if (!m.has_ffn_width() && m.width() >= 1 && m.width() <= std::numeric_limits<int>::max() / 4) {
       m.set_ffn_width(default_ffn_width(m));
     }

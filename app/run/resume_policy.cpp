@@ -78,6 +78,42 @@ std::string run_extension(const std::string& saved_text, const std::string& now_
              : "");
 }
 
+/// When `now` differs from `saved` only in how fresh weights start (model.init_scheme and
+/// init_std; e.g. a run begun before the default became PYTORCH): the overrides that resume it,
+/// with why; else "". Resumed weights come from the checkpoint, but the recipe must still say
+/// how the run began.
+std::string initialisation_hint(const std::string& saved_text, const std::string& now_text,
+                                const std::string& where) {
+  recipes::Recipe saved, now;
+  try {
+    saved = recipes::load_recipe_text(saved_text, where);
+    now = recipes::load_recipe_text(now_text, "the recipe");
+  } catch (const recipes::RecipeError&) {
+    return "";
+  }
+  const recipes::Model& began = saved.model();
+  const bool has_sigma =
+      began.init_scheme() == recipes::Model::NORMAL || began.init_scheme() == recipes::Model::GPT2;
+  recipes::Recipe aligned = now;
+  aligned.mutable_model()->set_init_scheme(began.init_scheme());
+  if (has_sigma) {
+    aligned.mutable_model()->set_init_std(began.init_std());
+  } else {
+    aligned.mutable_model()->clear_init_std();
+  }
+  if (recipes::format_recipe(aligned) != recipes::format_recipe(saved)) return "";
+  std::string overrides =
+      "--set model.init_scheme=" + recipes::Model::InitScheme_Name(began.init_scheme());
+  if (has_sigma) overrides += fmt::format(" --set model.init_std={:g}", began.init_std());
+  return fmt::format(
+      "--resume: {} was started with model.init_scheme {}{}, the recipe now asks for {} (the "
+      "default is PYTORCH since issue 39; before, NORMAL with σ 0.02). Only how fresh weights "
+      "start differs, and a resumed run takes its weights from the checkpoint: resume with {}",
+      where, recipes::Model::InitScheme_Name(began.init_scheme()),
+      has_sigma ? fmt::format(" (σ {:g})", began.init_std()) : "",
+      recipes::Model::InitScheme_Name(now.model().init_scheme()), overrides);
+}
+
 }  // namespace
 
 ResumeDecision decide_resume(const fs::path& run_dir, bool resume, const std::string& recipe_text) {
@@ -95,10 +131,12 @@ ResumeDecision decide_resume(const fs::path& run_dir, bool resume, const std::st
     if (!extension.empty()) {
       io::log_info("{}", extension);
     } else if (!same_resolved_recipe(saved.recipe_text, recipe_text, found->string())) {
-      decision.refusal = fmt::format(
-          "--resume: the recipe differs from the one {} was trained with ({}); resume with the "
-          "same recipe and --set overrides",
-          found->string(), first_difference(saved.recipe_text, recipe_text));
+      decision.refusal = initialisation_hint(saved.recipe_text, recipe_text, found->string());
+      if (decision.refusal.empty())
+        decision.refusal = fmt::format(
+            "--resume: the recipe differs from the one {} was trained with ({}); resume with the "
+            "same recipe and --set overrides",
+            found->string(), first_difference(saved.recipe_text, recipe_text));
     }
   } else if (resume) {
     io::log_info("--resume: {} has no checkpoint yet; starting from scratch", run_dir.string());

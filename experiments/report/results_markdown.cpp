@@ -43,6 +43,51 @@ Summary variant_summary(const AblationReport& report, int variant, int stage,
   return summarize(values);
 }
 
+/// How a run's first stage starts: its `model.init_scheme` (with σ where the scheme has one),
+/// or the checkpoint `finetune.init_from` loads (the scheme then starts only what it lacks).
+std::string initialisation_text(const recipes::Recipe& recipe) {
+  const recipes::Model& model = recipe.model();
+  std::string scheme =
+      "`model.init_scheme` " + recipes::Model::InitScheme_Name(model.init_scheme());
+  if (model.init_scheme() == recipes::Model::NORMAL ||
+      model.init_scheme() == recipes::Model::GPT2) {
+    scheme += fmt::format(" (σ {:g})", model.init_std());
+  }
+  if (recipe.has_finetune() && recipe.finetune().has_init_from()) {
+    return fmt::format("weights from {} ({} for the parameters it lacks)",
+                       code(recipe.finetune().init_from()), scheme);
+  }
+  return scheme;
+}
+
+/// "- Initialisation: ..." — one line for the whole plan when every variant starts alike. Empty
+/// for a report rebuilt from a results.csv (--from-csv): its runs may predate a change of the
+/// default, and the CSV does not say how they started.
+std::string initialisation_line(const AblationReport& report) {
+  if (!report.source_note.empty()) return "";
+  std::vector<std::pair<std::string, std::string>> per_variant;  // plan order
+  for (const PlannedRun& run : report.runs) {
+    if (run.stages.empty()) continue;
+    const bool seen = std::any_of(per_variant.begin(), per_variant.end(),
+                                  [&](const auto& entry) { return entry.first == run.variant; });
+    if (!seen) per_variant.emplace_back(run.variant, initialisation_text(run.stages[0].recipe));
+  }
+  if (per_variant.empty()) return "";
+  const bool alike = std::all_of(per_variant.begin(), per_variant.end(), [&](const auto& entry) {
+    return entry.second == per_variant.front().second;
+  });
+  std::string text;
+  if (alike) {
+    text = ": " + per_variant.front().second + ", in every variant";
+  } else {
+    for (const auto& [variant, init] : per_variant) {
+      text += (text.empty() ? "" : "; ") + variant + ": " + init;
+    }
+    text = " per variant — " + text;
+  }
+  return "- Initialisation" + text + "\n";
+}
+
 void add_how_it_was_run(const AblationReport& report, std::string& md) {
   const recipes::AblationPlan& plan = *report.plan;
   md += "## How it was run\n\n```sh\n" + report.command + "\n```\n\n";
@@ -68,6 +113,7 @@ void add_how_it_was_run(const AblationReport& report, std::string& md) {
       "- Seeds: {} (`train.seed`); every variant trains with the base recipe's "
       "hyper-parameters, only its own overrides differ\n",
       seeds);
+  md += initialisation_line(report);
   md += fmt::format(
       "- Evaluation: each run's `checkpoints/best` (picked on the validation split) on the "
       "test split (the validation split where the test labels are hidden): {}\n",

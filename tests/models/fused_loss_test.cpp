@@ -27,6 +27,7 @@ ModelOptions tiny(models::ModelKind kind, bool tied, DType dtype) {
   o.ffn_dim = 16;
   o.tie_embeddings = tied;
   o.dtype = dtype;
+  o.init_scheme = models::InitScheme::kNormal;  // N(0, init_std²), not the default
   o.init_std = 0.3;  // large enough that every layer changes the logits visibly
   return o;
 }

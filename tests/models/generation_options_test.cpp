@@ -247,6 +247,7 @@ ModelOptions tiny_causal_lm(DType dtype) {
   o.layers = 2;
   o.heads = 2;
   o.ffn_dim = 32;
+  o.init_scheme = models::InitScheme::kNormal;  // N(0, init_std²), not the default
   o.init_std = 0.3;
   o.attention.chunk_size = 8;
   o.dtype = dtype;

@@ -53,6 +53,7 @@ ModelOptions tiny_causal_lm(DType dtype) {
   o.layers = 2;
   o.heads = 2;
   o.ffn_dim = 32;
+  o.init_scheme = models::InitScheme::kNormal;  // N(0, init_std²), not the default
   o.init_std = 0.3;  // large enough that every layer and the position encoding move the logits
   o.attention.chunk_size = 8;  // the causal forward kernel crosses several chunks
   o.dtype = dtype;

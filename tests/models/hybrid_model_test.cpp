@@ -22,6 +22,7 @@ ModelOptions hybrid_options() {
   o.layers = 4;
   o.heads = 2;
   o.ffn_dim = 24;
+  o.init_scheme = models::InitScheme::kNormal;  // N(0, init_std²), not the default
   o.init_std = 0.3;
   o.dtype = DType::kF64;
   HybridOptions h;

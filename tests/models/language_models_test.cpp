@@ -36,6 +36,7 @@ ModelOptions tiny(models::ModelKind kind, const std::string& position) {
   o.ffn_dim = 16;
   o.position = position_named(position);
   o.dtype = DType::kF64;
+  o.init_scheme = models::InitScheme::kNormal;  // N(0, init_std²), not the default
   o.init_std = 0.3;  // large enough that every layer changes the logits visibly
   return o;
 }

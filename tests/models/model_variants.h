@@ -22,6 +22,7 @@ inline ModelOptions base(DType dtype) {
   o.heads = 2;
   o.ffn_dim = 24;
   o.dropout = 0.0;
+  o.init_scheme = models::InitScheme::kNormal;  // N(0, init_std²), not the default
   o.init_std = 0.3;
   o.dtype = dtype;
   o.attention.chunk_size = 4;  // segments of 5 cut chunks in the middle

@@ -39,6 +39,7 @@ ModelOptions base(DType dtype) {
   o.heads = 2;
   o.ffn_dim = 24;
   o.dropout = 0.2;  // every block draws masks: the recomputation must draw the same ones
+  o.init_scheme = models::InitScheme::kNormal;  // N(0, init_std²), not the default
   o.init_std = 0.3;
   o.dtype = dtype;
   o.attention.chunk_size = 4;  // several chunks per sequence

@@ -243,6 +243,24 @@ class ExportHf(unittest.TestCase):
                 back = rt.RotaConfig.from_recipe_text(shown.stdout, vocab_size=cfg.vocab_size)
                 self.assertEqual(back.init_scheme, scheme)
 
+    def test_a_model_block_without_a_scheme_starts_as_rota_resolves_it(self):
+        # No scheme: the default PYTORCH; a σ alone: NORMAL (what it meant before the default
+        # changed). rota.torch reads the unresolved text as Rota's `recipe show` resolves it.
+        for extra, scheme in (("", "pytorch"), ("init_std: 0.05 ", "normal")):
+            with self.subTest(extra or "nothing"):
+                text = ('version: 1\nname: "init"\nmodel { kind: CAUSAL_LM width: 16 layers: 1 '
+                        'heads: 2 ' + extra + 'position { lrpe {} } }\ndata { corpus: '
+                        '"tinyshakespeare" tokenizer { kind: CHAR } sequence_length: 24 '
+                        'batch_size: 3 }\n' + ps.TRAIN)
+                recipe = os.path.join(self.dir, "unresolved.txtpb")
+                with open(recipe, "w", encoding="utf-8") as f:
+                    f.write(text)
+                shown = cli("recipe", "show", recipe)
+                self.assertEqual(shown.returncode, 0, shown.stderr)
+                self.assertIn(f"init_scheme: {scheme.upper()}", shown.stdout)
+                self.assertEqual(rt.RotaConfig.from_recipe_text(text, vocab_size=65).init_scheme,
+                                 scheme)
+
     def test_classifier_labels(self):
         run_dir = ps.train_run(ps.config("classifier"), self.dir, "cls")
         out = os.path.join(self.dir, "hf_cls")

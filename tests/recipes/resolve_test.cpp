@@ -101,6 +101,24 @@ TEST(RecipeResolve, FieldsThatDoNotApplyStayUnset) {
   EXPECT_FALSE(constant.schedule().has_min_lr());
 }
 
+// The default start is PYTORCH (issue 39), which has no σ; a σ without a scheme keeps the
+// meaning it had when NORMAL was the default; a σ with another scheme is refused.
+TEST(RecipeResolve, InitialisationDefaultsToPytorchAndASigmaAloneSelectsNormal) {
+  const Recipe base = load();
+  EXPECT_TRUE(base.model().has_init_scheme());
+  EXPECT_EQ(base.model().init_scheme(), Model::PYTORCH);
+  EXPECT_FALSE(base.model().has_init_std());
+  const Recipe sigma = load({"model.init_std=0.05"});
+  EXPECT_EQ(sigma.model().init_scheme(), Model::NORMAL);
+  EXPECT_EQ(sigma.model().init_std(), 0.05);
+  const Recipe gpt2 = load({"model.init_scheme=GPT2"});
+  EXPECT_EQ(gpt2.model().init_std(), 0.02);  // its schema default
+  EXPECT_THROW(load({"model.init_scheme=WIDTH_SCALED", "model.init_std=0.05"}), RecipeError);
+  // The resolved text names the scheme, so it reads back the same under any later default.
+  const std::string text = format_recipe(sigma);
+  EXPECT_NE(text.find("init_scheme: NORMAL"), std::string::npos) << text;
+}
+
 TEST(RecipeResolve, SectionsThatApplyAreCreated) {
   const Recipe masked = load({"model.kind=MASKED_LM"});
   ASSERT_TRUE(masked.data().has_mlm());

@@ -164,7 +164,7 @@ class RotaConfig:
     dropout: float = 0.1
     scale_embeddings: bool = False   # embedding_scale SQRT_WIDTH
     tie_embeddings: bool = True
-    init_scheme: str = "normal"      # normal | gpt2 | width_scaled | pytorch | fairseq (Rota's init)
+    init_scheme: str = "pytorch"     # pytorch | normal | gpt2 | width_scaled | fairseq (Rota's init)
     init_std: float = 0.02           # σ of init_scheme normal and gpt2
     attention: str = "linear"        # linear | softmax
     # linear attention
@@ -397,7 +397,8 @@ def config_from_model_message(m, vocab_size=0, num_classes=None):
     c.dropout = m.number("dropout", 0.1)
     c.scale_embeddings = m.scalar("embedding_scale", "UNSCALED") == "SQRT_WIDTH"
     c.tie_embeddings = m.boolean("tie_embeddings", True)
-    c.init_scheme = _enum(m.scalar("init_scheme", "NORMAL"))
+    # A σ without a scheme selects NORMAL, as Rota resolves it (recipes/resolve.cpp).
+    c.init_scheme = _enum(m.scalar("init_scheme", "NORMAL" if m.has("init_std") else "PYTORCH"))
     c.init_std = m.number("init_std", 0.02)
     attention_from_message(m.message("attention"), c)
     c.position = position_from_message(m.message("position"))

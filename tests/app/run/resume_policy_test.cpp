@@ -21,13 +21,13 @@ TEST(FirstDifference, NamesTheLineAndBothTexts) {
 TEST(SameResolvedRecipe, AMissingDefaultedFieldIsTheSameRecipeAChangedValueIsNot) {
   const std::string now = R"(version: 1
 name: "x"
-model { width: 16 layers: 1 heads: 2 init_scheme: NORMAL position { lrpe {} } }
+model { width: 16 layers: 1 heads: 2 init_scheme: PYTORCH position { lrpe {} } }
 data { corpus: "tinyshakespeare" tokenizer { kind: CHAR } sequence_length: 16 batch_size: 2
        window_sampling: ALIGNED }
 train { steps: 5 }
 )";
   std::string older = now;
-  older.replace(older.find(" init_scheme: NORMAL"), 20, "");
+  older.replace(older.find(" init_scheme: PYTORCH"), 21, "");
   older.replace(older.find("window_sampling: ALIGNED"), 24, "");
   EXPECT_TRUE(same_resolved_recipe(older, now, "saved"));
   EXPECT_TRUE(same_resolved_recipe(now, now, "saved"));

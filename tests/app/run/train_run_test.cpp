@@ -159,15 +159,14 @@ TEST(TrainCommand, WindowSamplingAndInitSchemeChangeTheRun) {
   ASSERT_EQ(
       train("tiny_causal_lm", tmp / "offsets", {"data.window_sampling=RANDOM_OFFSETS"}, false, 3),
       kExitOk);
-  ASSERT_EQ(train("tiny_causal_lm", tmp / "pytorch",
-                  {"model.init_scheme=PYTORCH", "!model.init_std"}, false, 3),
+  ASSERT_EQ(train("tiny_causal_lm", tmp / "normal", {"model.init_scheme=NORMAL"}, false, 3),
             kExitOk);
   ::testing::internal::GetCapturedStdout();
   const auto weights = [&](const char* run) {
     return read_bytes(latest(tmp / run) / io::kModelFile);
   };
   EXPECT_NE(weights("aligned"), weights("offsets"));
-  EXPECT_NE(weights("aligned"), weights("pytorch"));
+  EXPECT_NE(weights("aligned"), weights("normal"));  // the default is PYTORCH
 }
 
 // train.recompute_blocks recomputes each block in the backward: the same run, bit for bit
@@ -378,6 +377,43 @@ TEST(TrainCommand, ResumeWithADifferentRecipeIsRefusedNamingTheDifference) {
   } catch (const recipes::RecipeError& e) {
     EXPECT_NE(std::string(e.what()).find("width"), std::string::npos) << e.what();
   }
+}
+
+// A run begun with the old default (NORMAL, σ 0.02) and resumed with a recipe that names no
+// scheme: refused with the overrides that resume it, which do.
+TEST(TrainCommand, ResumeOfARunBegunWithAnotherInitialisationSaysHowToContinue) {
+  TempDir tmp;
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(
+      train("tiny_causal_lm", tmp / "run", {"model.init_scheme=NORMAL", "train.steps=4"}, false, 2),
+      kExitOk);
+  ::testing::internal::GetCapturedStdout();
+  try {
+    train("tiny_causal_lm", tmp / "run", {"train.steps=4"}, true);
+    FAIL() << "expected a RecipeError";
+  } catch (const recipes::RecipeError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("was started with model.init_scheme NORMAL (σ 0.02), the recipe now "
+                           "asks for PYTORCH"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("resume with --set model.init_scheme=NORMAL --set model.init_std=0.02"),
+              std::string::npos)
+        << message;
+  }
+  // Any other difference keeps the general message.
+  try {
+    train("tiny_causal_lm", tmp / "run", {"train.steps=4", "model.width=64"}, true);
+    FAIL() << "expected a RecipeError";
+  } catch (const recipes::RecipeError& e) {
+    EXPECT_EQ(std::string(e.what()).find("init_scheme"), std::string::npos) << e.what();
+  }
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(train("tiny_causal_lm", tmp / "run",
+                  {"train.steps=4", "model.init_scheme=NORMAL", "model.init_std=0.02"}, true),
+            kExitOk);
+  ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(latest(tmp / "run").filename(), "step_000004");
 }
 
 TEST(TrainCommand, ResumeRefusesACorruptedOrTruncatedCheckpoint) {

@@ -29,7 +29,7 @@ constexpr int64_t kVocab = 11;
 std::string model_recipe(const std::string& attention, const std::string& position,
                          const std::string& extra = "") {
   return "version: 1\nmodel {\n  kind: CAUSAL_LM\n  width: 16\n  layers: 2\n  heads: 4\n"
-         "  ffn_width: 24\n  dropout: 0\n  init_std: 0.3\n  attention { " +
+         "  ffn_width: 24\n  dropout: 0\n  init_scheme: NORMAL\n  init_std: 0.3\n  attention { " +
          attention + " }\n  position { " + position + " }\n" + extra +
          "}\ndata {\n  corpus: \"tinyshakespeare\"\n  tokenizer { kind: CHAR }\n"
          "  sequence_length: 12\n  batch_size: 2\n}\ntrain { steps: 1 }\n";

@@ -38,6 +38,7 @@ model {
   heads: 2
   ffn_width: 24
   dropout: 0
+  init_scheme: NORMAL
   init_std: 0.3
   attention { softmax { )" +
          softmax + R"( } }

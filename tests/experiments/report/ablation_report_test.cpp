@@ -178,6 +178,38 @@ TEST(AblationReport, WithoutABaselineTheReportSaysHowToGetOne) {
   EXPECT_EQ(md.find("mean difference"), std::string::npos);
 }
 
+TEST(AblationReport, StatesHowEachVariantsWeightsStart) {
+  const std::map<std::string, std::vector<double>> ppl = {{"a", {100, 110, 120}},
+                                                          {"b", {101, 112, 126}}};
+  Fixture alike("variant { name: \"a\" }\nvariant { name: \"b\" overrides: \"model.dropout=0\" }\n",
+                ppl);
+  EXPECT_NE(results_markdown(alike.report)
+                .find("- Initialisation: `model.init_scheme` PYTORCH, in every variant\n"),
+            std::string::npos)
+      << results_markdown(alike.report);
+  Fixture differ(
+      "variant { name: \"a\" }\nvariant { name: \"b\" overrides: \"model.init_scheme=GPT2\" "
+      "overrides: \"model.init_std=0.05\" }\n",
+      ppl);
+  std::string md = results_markdown(differ.report);
+  EXPECT_NE(md.find("- Initialisation per variant — a: `model.init_scheme` PYTORCH; b: "
+                    "`model.init_scheme` GPT2 (σ 0.05)\n"),
+            std::string::npos)
+      << md;
+  // A fine-tune starts from its checkpoint; the scheme starts only what that lacks.
+  Fixture tuned("variant { name: \"a\" overrides: \"finetune.init_from=/runs/base\" }\n",
+                {{"a", {100, 110, 120}}});
+  EXPECT_NE(results_markdown(tuned.report)
+                .find("- Initialisation: weights from `/runs/base` (`model.init_scheme` PYTORCH "
+                      "for the parameters it lacks), in every variant\n"),
+            std::string::npos)
+      << results_markdown(tuned.report);
+  // Rebuilt from a results.csv, the runs may predate a change of the default, and the CSV does
+  // not say how they started: no line rather than a guess.
+  differ.report.source_note = "from results.csv";
+  EXPECT_EQ(results_markdown(differ.report).find("- Initialisation"), std::string::npos);
+}
+
 TEST(AblationReport, AxisBaselineComparesWithinEachLevelOfTheOtherAxes) {
   Fixture f(
       "axis { name: \"t\" level { name: \"x\" } level { name: \"y\" overrides: "
