@@ -1,7 +1,9 @@
 // The resume decision for a run directory (see resume_policy.h).
 #include "app/run/resume_policy.h"
 
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -43,18 +45,26 @@ bool same_resolved_recipe(const std::string& saved_text, const std::string& now_
 
 namespace {
 
+/// The saved and the current recipe, loaded and resolved; std::nullopt when either does not load.
+std::optional<std::pair<recipes::Recipe, recipes::Recipe>> load_both(const std::string& saved_text,
+                                                                     const std::string& now_text,
+                                                                     const std::string& where) {
+  try {
+    return std::pair{recipes::load_recipe_text(saved_text, where),
+                     recipes::load_recipe_text(now_text, "the recipe")};
+  } catch (const recipes::RecipeError&) {
+    return std::nullopt;
+  }
+}
+
 /// When `now` differs from `saved` only by a longer train.steps / train.epochs: the note that the
 /// run is extended (with what happens to the schedule); else "".
 std::string run_extension(const std::string& saved_text, const std::string& now_text,
                           const std::string& where) {
   if (saved_text == now_text) return "";
-  recipes::Recipe saved, now;
-  try {
-    saved = recipes::load_recipe_text(saved_text, where);
-    now = recipes::load_recipe_text(now_text, "the recipe");
-  } catch (const recipes::RecipeError&) {
-    return "";
-  }
+  const auto loaded = load_both(saved_text, now_text, where);
+  if (!loaded) return "";
+  const auto& [saved, now] = *loaded;
   const recipes::Train& a = saved.train();
   const recipes::Train& b = now.train();
   const bool steps = a.has_steps() && b.has_steps() && b.steps() > a.steps();
@@ -84,13 +94,9 @@ std::string run_extension(const std::string& saved_text, const std::string& now_
 /// how the run began.
 std::string initialisation_hint(const std::string& saved_text, const std::string& now_text,
                                 const std::string& where) {
-  recipes::Recipe saved, now;
-  try {
-    saved = recipes::load_recipe_text(saved_text, where);
-    now = recipes::load_recipe_text(now_text, "the recipe");
-  } catch (const recipes::RecipeError&) {
-    return "";
-  }
+  const auto loaded = load_both(saved_text, now_text, where);
+  if (!loaded) return "";
+  const auto& [saved, now] = *loaded;
   const recipes::Model& began = saved.model();
   const bool has_sigma =
       began.init_scheme() == recipes::Model::NORMAL || began.init_scheme() == recipes::Model::GPT2;
